@@ -14,7 +14,7 @@ setup: $(STAMP) $(LID)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,train]'
 	touch $@
 
 $(LID): | $(STAMP)

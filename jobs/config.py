@@ -1,0 +1,237 @@
+"""Typed job configuration: conf/defaults.yaml, then a pair/demo file (`extends` chains),
+then command-line flags and `--set a.b=c` overrides. Unknown keys are errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+DEFAULTS = CONF_DIR / "defaults.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, worded for the user (names the file or key)."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Range(Strict):
+    min: float
+    max: float
+
+    @model_validator(mode="after")
+    def ordered(self) -> Range:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+
+class LakeConf(Strict):
+    root: str = "./lake"
+    database: str = "sluice"
+
+
+class SparkConf(Strict):
+    master: str = "local[*]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class InputConf(Strict):
+    corpus: str
+    paths: list[str]
+    format: Literal["auto", "tsv", "moses", "parquet"] = "auto"
+
+    @field_validator("corpus")
+    @classmethod
+    def safe_name(cls, value: str) -> str:
+        if not value or any(c in value for c in "/=\\ '\""):
+            raise ValueError(
+                f"corpus name {value!r} must be non-empty, without / = \\ quotes or spaces"
+            )
+        return value
+
+
+class IngestConf(Strict):
+    max_line_chars: int = 100_000
+
+
+class NormalizeConf(Strict):
+    unescape_entities: bool = True
+    strip_html: bool = True
+    remove_invisible: bool = True
+    collapse_whitespace: bool = True
+    moses_punct: bool = True
+    traditional_to_simplified: bool = True
+    fullwidth_to_halfwidth: bool = True
+
+
+class DedupConf(Strict):
+    enabled: bool = True
+    ignore_case: bool = True
+    ignore_whitespace: bool = True
+    ignore_punctuation: bool = True
+    ignore_digits: bool = False
+    source_side: bool = False
+    target_side: bool = False
+
+
+RULE_NAMES = (
+    "empty",
+    "identical",
+    "url_email_html",
+    "special_chars",
+    "too_many_tokens",
+    "long_word",
+    "token_ratio",
+    "char_word_ratio",
+    "punct_share",
+    "unbalanced_brackets",
+    "langid_src",
+    "langid_tgt",
+)
+
+
+class RulesConf(Strict):
+    order: list[str] = Field(default_factory=lambda: list(RULE_NAMES))
+    max_tokens: int = 120
+    max_word_chars: int = 40
+    token_ratio: Range = Range(min=0.3, max=3.0)
+    char_word_ratio: Range = Range(min=1.5, max=12.0)
+    char_word_ratio_by_lang: dict[str, Range] = Field(default_factory=dict)
+    max_punct_share: float = 0.3
+    special_patterns: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("order")
+    @classmethod
+    def known_rules(cls, order: list[str]) -> list[str]:
+        unknown = [r for r in order if r not in RULE_NAMES]
+        if unknown:
+            raise ValueError(f"unknown rule(s) {unknown}; known: {list(RULE_NAMES)}")
+        return order
+
+    def char_word_range(self, lang: str) -> Range:
+        return self.char_word_ratio_by_lang.get(lang, self.char_word_ratio)
+
+
+class LangidConf(Strict):
+    model: str = "models/lid.176.ftz"
+    min_prob: float = 0.5
+    min_chars: int = 20
+    min_chars_by_lang: dict[str, int] = Field(default_factory=dict)
+    min_script_share: float = 0.5
+    accept: dict[str, list[str]] = Field(default_factory=dict)
+
+    def min_chars_for(self, lang: str) -> int:
+        return self.min_chars_by_lang.get(lang, self.min_chars)
+
+    def accepted_labels(self, lang: str) -> list[str]:
+        return self.accept.get(lang, [lang])
+
+
+class FilterConfig(Strict):
+    pair: str | None = None
+    lake: LakeConf = LakeConf()
+    spark: SparkConf = SparkConf()
+    inputs: list[InputConf] = Field(default_factory=list)
+    ingest: IngestConf = IngestConf()
+    normalize: NormalizeConf = NormalizeConf()
+    dedup: DedupConf = DedupConf()
+    rules: RulesConf = RulesConf()
+    langid: LangidConf = LangidConf()
+
+    @field_validator("pair")
+    @classmethod
+    def two_languages(cls, pair: str | None) -> str | None:
+        if pair is not None and (pair.count("-") != 1 or not all(pair.split("-"))):
+            raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
+        return pair
+
+    @property
+    def langs(self) -> tuple[str, str]:
+        if not self.pair:
+            raise ConfigError("no language pair: set `pair:` in the config or pass --pair")
+        src, tgt = self.pair.split("-")
+        return src, tgt
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def hash(self) -> str:
+        blob = json.dumps(self.resolved(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_chain(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A config file merged over the file it `extends` (relative to itself), recursively."""
+    path = path.resolve()
+    if path in seen:
+        raise ConfigError(f"{path}: `extends` loops back to itself")
+    data = read_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    return deep_merge(load_chain(path.parent / parent, (*seen, path)), data)
+
+
+def parse_override(text: str) -> dict:
+    """`a.b.c=value` -> {"a": {"b": {"c": value}}}, the value parsed as YAML (1.5, true, [a, b])."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected key.path=value")
+    dotted, raw = text.split("=", 1)
+    value: Any = yaml.safe_load(raw) if raw else ""
+    for key in reversed(dotted.split(".")):
+        value = {key: value}
+    return value
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    extra: dict | None = None,
+) -> FilterConfig:
+    """defaults.yaml <- config file chain <- `extra` (from flags) <- `--set` overrides."""
+    data = read_yaml(DEFAULTS)
+    if path is not None:
+        data = deep_merge(data, load_chain(Path(path)))
+    if extra:
+        data = deep_merge(data, extra)
+    for text in overrides or []:
+        data = deep_merge(data, parse_override(text))
+    try:
+        return FilterConfig.model_validate(data)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in err.errors()
+        )
+        where = f" (from {path})" if path else ""
+        raise ConfigError(f"invalid config{where}: {problems}") from None

@@ -1,0 +1,199 @@
+"""The filter job: raw bitext -> bitext_raw, bitext_clean, bitext_rejected, filter_stats, runs.
+
+    spark-submit jobs/filter.py --config conf/zh-en.yaml
+    spark-submit jobs/filter.py --pair zh-en --corpus news --input raw/news.zh raw/news.en
+
+Stages: ingest -> normalize -> rules + language ID (scores stored) -> dedup. Every input
+row ends in exactly one of clean or rejected; the run checks that before it commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import ConfigError, FilterConfig, load_config
+from jobs.ingest import InputError, read_input
+from jobs.lake import Flip, Lake, write_staged
+from jobs.runs import RunRecord, new_run_id
+from jobs.session import build_session, spark_sql_command
+from jobs.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
+from jobs.stats import STATS_SCHEMA, check_conservation, count_outcomes, funnel, stats_rows
+
+REJECT_COLUMNS = ["reject_stage", "reject_rule", "dup_of"]
+
+
+def log(message: str) -> None:
+    print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="jobs/filter.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="YAML config (extends conf/defaults.yaml)")
+    p.add_argument("--pair", help="language pair, source-target, e.g. zh-en")
+    p.add_argument("--corpus", help="corpus name for --input")
+    p.add_argument(
+        "--input",
+        nargs="+",
+        metavar="PATH",
+        help="one TSV/Parquet path, or two Moses files in --pair order",
+    )
+    p.add_argument("--format", choices=["auto", "tsv", "moses", "parquet"], default="auto")
+    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set rules.max_tokens=200",
+    )
+    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    return p.parse_args(argv)
+
+
+def config_from_args(args: argparse.Namespace) -> FilterConfig:
+    extra: dict = {}
+    if args.pair:
+        extra["pair"] = args.pair
+    if args.lake:
+        extra["lake"] = {"root": args.lake}
+    if args.input:
+        if not args.corpus:
+            raise ConfigError("--input needs --corpus NAME")
+        extra["inputs"] = [{"corpus": args.corpus, "paths": args.input, "format": args.format}]
+    elif args.corpus:
+        raise ConfigError("--corpus needs --input PATH [PATH]")
+    cfg = load_config(args.config, args.set, extra)
+    if not cfg.inputs:
+        raise ConfigError("no inputs: list them under `inputs:` in the config or pass --input")
+    cfg.langs  # noqa: B018 - raises ConfigError when no pair is set
+    return cfg
+
+
+class FilterRun:
+    def __init__(self, spark: SparkSession, lake: Lake, cfg: FilterConfig, run_id: str) -> None:
+        self.spark, self.lake, self.cfg, self.run_id = spark, lake, cfg, run_id
+        self.dir = lake.run_dir(run_id)
+
+    def read_inputs(self) -> DataFrame:
+        frames = []
+        for inp in self.cfg.inputs:
+            log(f"reading {inp.corpus}: {' '.join(inp.paths)}")
+            frames.append(
+                read_input(self.spark, inp, self.cfg.pair, self.cfg.ingest.max_line_chars)
+            )
+        raw = frames[0]
+        for frame in frames[1:]:
+            raw = raw.unionByName(frame)
+        return raw
+
+    def langid_model(self) -> str:
+        path = self.cfg.langid.model
+        if os.path.exists(path):
+            self.spark.sparkContext.addFile(os.path.abspath(path))  # ship to executors
+            return os.path.abspath(path)
+        return path  # already on the executors (image or --files)
+
+    def execute(self) -> list[Flip]:
+        raw = self.read_inputs()  # Moses pairs are counted here: a mismatch fails early
+        log("writing bitext_raw")
+        write_staged(raw, f"{self.dir}/bitext_raw", ["pair", "corpus"])
+        raw = self.spark.read.parquet(f"{self.dir}/bitext_raw")
+
+        log("normalizing, scoring, language ID, dedup")
+        decided = dedup(
+            score_and_decide(normalize_and_analyze(raw, self.cfg, self.langid_model()), self.cfg),
+            self.cfg,
+        )
+        outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
+        decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
+        write_staged(decided, f"{self.dir}/bitext", ["pair", "corpus", "outcome"])
+
+        decided = self.spark.read.parquet(f"{self.dir}/bitext")
+        counts = count_outcomes(raw, decided)
+        check_conservation(counts)
+        sequence = rule_sequence(self.cfg)
+        stats = self.spark.createDataFrame(stats_rows(self.run_id, counts, sequence), STATS_SCHEMA)
+        write_staged(stats, f"{self.dir}/filter_stats", ["run_id"])
+
+        self.ensure_tables(raw, decided, stats)
+        log("funnel\n" + funnel(counts, sequence))
+        return self.flips(sorted(counts.rows_in))
+
+    def ensure_tables(self, raw: DataFrame, decided: DataFrame, stats: DataFrame) -> None:
+        clean = decided.drop("outcome", *REJECT_COLUMNS)
+        rejected = decided.drop("outcome")
+        for table, df, parts in [
+            ("bitext_raw", raw, ["pair", "corpus"]),
+            ("bitext_clean", clean, ["pair", "corpus"]),
+            ("bitext_rejected", rejected, ["pair", "corpus"]),
+            ("filter_stats", stats, ["run_id"]),
+        ]:
+            self.lake.ensure_table(table, df.schema, parts)
+
+    def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
+        flips = [
+            Flip(
+                "filter_stats",
+                {"run_id": self.run_id},
+                f"{self.dir}/filter_stats/run_id={self.run_id}",
+            )
+        ]
+        for pair, corpus in keys:
+            part = {"pair": pair, "corpus": corpus}
+            base = f"{self.dir}/bitext/pair={pair}/corpus={corpus}"
+            for table, location in [
+                ("bitext_raw", f"{self.dir}/bitext_raw/pair={pair}/corpus={corpus}"),
+                ("bitext_rejected", f"{base}/outcome=rejected"),
+                ("bitext_clean", f"{base}/outcome=clean"),
+            ]:
+                self.lake.mkdirs(location)  # a partition with no rows still needs its directory
+                flips.append(Flip(table, part, location))
+        return flips
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    spark = build_session("sluice-filter", cfg.lake.root, cfg.spark.master, cfg.spark.conf)
+    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
+    for run_id in lake.recover():
+        log(f"rolled forward the interrupted commit of run {run_id}")
+    run_id = args.run_id or new_run_id(cfg.hash())
+    inputs = [inp.model_dump() for inp in cfg.inputs]
+    record = RunRecord(spark, lake, run_id, "filter", cfg.resolved(), cfg.hash(), inputs)
+    record.mark("running")
+    log(f"run {run_id}, lake {cfg.lake.root}")
+    try:
+        flips = FilterRun(spark, lake, cfg, run_id).execute()
+        lake.commit(run_id, [*flips, record.flip("succeeded")])
+    except BaseException as err:
+        record.mark("failed", f"{type(err).__name__}: {err}")
+        raise
+    log(f"committed run {run_id} to {cfg.lake.root} (database `{cfg.lake.database}`)")
+    log(
+        f'query: {spark_sql_command(cfg.lake.root)} -e "SELECT * FROM '
+        f"{cfg.lake.database}.filter_stats WHERE run_id = '{run_id}'\""
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except (ConfigError, InputError) as err:
+        print(f"sluice: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

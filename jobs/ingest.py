@@ -1,0 +1,183 @@
+"""Read raw bitext (TSV, Moses file pairs, Parquet; plain or gzip) into rows with provenance.
+
+Every input line becomes exactly one row. Lines that cannot be a pair are kept with an
+`ingest_error` (malformed_line, invalid_utf8, nul_byte, line_too_long) and rejected later,
+so they are counted and never silently dropped. Line numbers are 1-based, as `sed -n Np`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import InputConf
+
+RAW_COLUMNS = [
+    "row_id",
+    "pair",
+    "corpus",
+    "file",
+    "file_tgt",
+    "line",
+    "src",
+    "tgt",
+    "extra",
+    "ingest_error",
+]
+
+
+class InputError(ValueError):
+    """Input that cannot be read at all (missing file, mismatched Moses pair, empty file)."""
+
+
+def detect_format(inp: InputConf) -> str:
+    if inp.format != "auto":
+        return inp.format
+    if all(p.rstrip("/").endswith(".parquet") for p in inp.paths):
+        return "parquet"
+    return {1: "tsv", 2: "moses"}.get(len(inp.paths), "tsv")
+
+
+def read_input(spark: SparkSession, inp: InputConf, pair: str, max_line_chars: int) -> DataFrame:
+    fmt = detect_format(inp)
+    if fmt == "moses":
+        if len(inp.paths) != 2:
+            raise InputError(f"corpus {inp.corpus}: a Moses pair needs 2 paths, got {inp.paths}")
+        rows = read_moses(spark, inp.paths[0], inp.paths[1], max_line_chars)
+    elif fmt == "parquet":
+        rows = read_parquet(spark, inp.paths)
+    else:
+        rows = _union([read_tsv(spark, p, max_line_chars) for p in inp.paths])
+    rows = rows.withColumn("pair", F.lit(pair)).withColumn("corpus", F.lit(inp.corpus))
+    row_id = F.xxhash64("pair", "corpus", "file", "line")
+    return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+# -- numbered lines ------------------------------------------------------------------------
+def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str, int]]:
+    """(file, line, value) for every line of the file(s) at `path`, and lines per file.
+
+    Spark's text source has no line numbers. Each file split (block) is read in order by one
+    task, so a line's number is its position in its block plus the lines of earlier blocks.
+    The per-block counts are one small aggregate; the rest stays in the JVM.
+    """
+    try:
+        lines = spark.read.option("lineSep", "\n").text(path)
+    except Exception as err:  # AnalysisException: path does not exist
+        raise InputError(f"cannot read {path}: {err}") from None
+    lines = lines.select(
+        F.col("_metadata.file_path").alias("file"),
+        F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("mid"),
+        # CRLF files: drop the CR the "\n" separator leaves behind.
+        F.regexp_replace("value", "\r$", "").alias("value"),
+    )
+    blocks = (
+        lines.groupBy("file", "block")
+        .agg(F.min("mid").alias("first_mid"), F.count("*").alias("n"))
+        .collect()
+    )
+    offsets, per_file = [], {}
+    for blk in sorted(blocks, key=lambda b: (b.file, b.block)):
+        offsets.append((blk.file, blk.block, blk.first_mid, per_file.get(blk.file, 0)))
+        per_file[blk.file] = per_file.get(blk.file, 0) + blk.n
+    if not per_file:
+        raise InputError(f"{path}: no lines (empty input)")
+    offset_df = spark.createDataFrame(
+        offsets, "file string, block long, first_mid long, offset long"
+    )
+    numbered = lines.join(F.broadcast(offset_df), ["file", "block"]).select(
+        "file", (F.col("mid") - F.col("first_mid") + F.col("offset") + 1).alias("line"), "value"
+    )
+    return numbered, per_file
+
+
+def line_problem(value: Column, max_line_chars: int) -> Column:
+    """The ingest error of a raw line, or null. Checked before anything parses the line."""
+    return (
+        F.when(~F.is_valid_utf8(value), F.lit("invalid_utf8"))
+        .when(F.instr(value, "\u0000") > 0, F.lit("nul_byte"))
+        .when(F.length(value) > max_line_chars, F.lit("line_too_long"))
+    )
+
+
+def read_tsv(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
+    """`src<TAB>tgt[<TAB>extra...]`; extra columns are kept in `extra` as provenance."""
+    numbered, _ = numbered_lines(spark, path)
+    value = F.make_valid_utf8("value")
+    fields = F.split(value, "\t")
+    problem = line_problem(F.col("value"), max_line_chars)
+    error = F.coalesce(problem, F.when(F.size(fields) < 2, F.lit("malformed_line")))
+    return numbered.select(
+        "file",
+        F.lit(None).cast("string").alias("file_tgt"),
+        "line",
+        # A line that is not a pair keeps its whole text in src, so nothing is lost.
+        F.when(F.size(fields) < 2, value).otherwise(fields[0]).alias("src"),
+        F.when(F.size(fields) >= 2, fields[1]).alias("tgt"),
+        F.when(F.size(fields) > 2, F.slice(fields, 3, F.size(fields) - 2))
+        .otherwise(F.array().cast("array<string>"))
+        .alias("extra"),
+        error.alias("ingest_error"),
+    )
+
+
+def read_moses(spark: SparkSession, src_path: str, tgt_path: str, max_line_chars: int) -> DataFrame:
+    """Two files, same line = same pair. Differing line counts fail before anything is written."""
+    src, src_counts = numbered_lines(spark, src_path)
+    tgt, tgt_counts = numbered_lines(spark, tgt_path)
+    n_src, n_tgt = sum(src_counts.values()), sum(tgt_counts.values())
+    if len(src_counts) != 1 or len(tgt_counts) != 1:
+        raise InputError(
+            f"a Moses pair is two single files: {src_path} ({len(src_counts)} "
+            f"files), {tgt_path} ({len(tgt_counts)} files)"
+        )
+    if n_src != n_tgt:
+        raise InputError(
+            f"Moses pair line counts differ: {src_path} has {n_src} lines, "
+            f"{tgt_path} has {n_tgt} lines"
+        )
+    s = src.select(F.col("file"), "line", F.col("value").alias("s"))
+    t = tgt.select(F.col("file").alias("file_tgt"), "line", F.col("value").alias("t"))
+    joined = s.join(t, "line")
+    problem = F.coalesce(
+        line_problem(F.col("s"), max_line_chars), line_problem(F.col("t"), max_line_chars)
+    )
+    return joined.select(
+        "file",
+        "file_tgt",
+        "line",
+        F.make_valid_utf8("s").alias("src"),
+        F.make_valid_utf8("t").alias("tgt"),
+        F.array().cast("array<string>").alias("extra"),
+        problem.alias("ingest_error"),
+    )
+
+
+def read_parquet(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Parquet with string columns `src` and `tgt`; other columns are kept as JSON in `extra`."""
+    try:
+        df = spark.read.parquet(*paths)
+    except Exception as err:
+        raise InputError(f"cannot read Parquet {paths}: {err}") from None
+    missing = [c for c in ("src", "tgt") if c not in df.columns]
+    if missing:
+        raise InputError(f"Parquet input {paths} lacks column(s) {missing}; has {df.columns}")
+    others = [c for c in df.columns if c not in ("src", "tgt")]
+    extra = F.array(F.to_json(F.struct(*others))) if others else F.array().cast("array<string>")
+    return df.select(
+        F.col("_metadata.file_path").alias("file"),
+        F.lit(None).cast("string").alias("file_tgt"),
+        (F.col("_metadata.row_index") + 1).alias("line"),
+        F.col("src").cast("string").alias("src"),
+        F.col("tgt").cast("string").alias("tgt"),
+        extra.alias("extra"),
+        F.lit(None).cast("string").alias("ingest_error"),
+    )

@@ -1,0 +1,116 @@
+"""The filter job's stages over a DataFrame of raw rows: normalize, score, decide, dedup."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.config import FilterConfig, NormalizeConf
+from udfs import normalize as N
+from udfs.dedup import dedup_key
+from udfs.rules import RULE_STAGE, first_failure, score_columns
+from udfs.sides import SideOptions, side_analyzer
+
+CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
+INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
+DEDUP_RULES = ["duplicate", "duplicate_source", "duplicate_target"]
+
+
+def jvm_normalize(col: Column, lang: str, conf: NormalizeConf) -> Column:
+    """The language-independent steps (and Moses for non-CJK sides), all in the JVM."""
+    if conf.unescape_entities:
+        col = N.unescape_entities(col)
+    if conf.strip_html:
+        col = N.strip_html(col)
+    if conf.remove_invisible:
+        col = N.remove_invisible(col)
+    if conf.moses_punct and lang not in CJK_LANGS:
+        from udfs.moses_punct import moses_punct_normalize
+
+        col = moses_punct_normalize(col, lang)
+    if conf.collapse_whitespace:
+        col = N.collapse_whitespace(col)
+    return col
+
+
+def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) -> DataFrame:
+    """Normalized src/tgt plus `src_a`/`tgt_a` analysis structs (one Python pass per row)."""
+    src_lang, tgt_lang = cfg.langs
+    ok = F.col("ingest_error").isNull()
+    df = raw.withColumn(
+        "src",
+        F.when(ok, jvm_normalize(F.col("src"), src_lang, cfg.normalize)).otherwise(F.col("src")),
+    )
+    df = df.withColumn(
+        "tgt",
+        F.when(ok, jvm_normalize(F.col("tgt"), tgt_lang, cfg.normalize)).otherwise(F.col("tgt")),
+    )
+    n = cfg.normalize
+    for side, lang in (("src", src_lang), ("tgt", tgt_lang)):
+        opts = SideOptions(
+            lang, langid_model, n.traditional_to_simplified, n.fullwidth_to_halfwidth
+        )
+        df = df.withColumn(f"{side}_a", side_analyzer(opts)(F.when(ok, F.col(side))))
+    return df.withColumn("src", F.coalesce("src_a.text", "src")).withColumn(
+        "tgt", F.coalesce("tgt_a.text", "tgt")
+    )
+
+
+def score_and_decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
+    """Every score column, then `reject_stage`/`reject_rule` (ingest error, else the first
+    failing rule)."""
+    ok = F.col("ingest_error").isNull()
+    scores = {name: F.when(ok, expr) for name, expr in score_columns(cfg).items()}
+    df = df.withColumns(scores).drop("src_a", "tgt_a")
+    rule = F.coalesce(F.col("ingest_error"), first_failure(cfg))
+    stage_of_rule = F.create_map(*[F.lit(x) for kv in RULE_STAGE.items() for x in kv])
+    stage = F.when(F.col("ingest_error").isNotNull(), F.lit("ingest")).when(
+        rule.isNotNull(), F.coalesce(stage_of_rule[rule], F.lit("rules"))
+    )
+    return df.withColumn("reject_rule", rule).withColumn("reject_stage", stage).drop("ingest_error")
+
+
+def dedup(df: DataFrame, cfg: FilterConfig) -> DataFrame:
+    """Among rows no rule rejected, keep the first of each duplicate group by (corpus, file,
+    line); the others get reject_rule `duplicate` (then `duplicate_source`/`_target` when
+    side dedup is on) and `dup_of` = the survivor's row_id."""
+    df = df.withColumn("dup_of", F.lit(None).cast("long"))
+    if not cfg.dedup.enabled:
+        return df
+    src_key, tgt_key = dedup_key(F.col("src"), cfg.dedup), dedup_key(F.col("tgt"), cfg.dedup)
+    passes = [("duplicate", F.concat_ws("\t", src_key, tgt_key))]
+    if cfg.dedup.source_side:
+        passes.append(("duplicate_source", src_key))
+    if cfg.dedup.target_side:
+        passes.append(("duplicate_target", tgt_key))
+    for rule, key in passes:
+        df = _mark_duplicates(df, rule, key)
+    return df
+
+
+def _mark_duplicates(df: DataFrame, rule: str, key: Column) -> DataFrame:
+    alive = F.col("reject_rule").isNull()
+    # Rows already rejected get a unique key (their row id), so they form no big group.
+    group = F.when(alive, F.concat(F.lit("k"), key)).otherwise(
+        F.concat(F.lit("r"), F.col("row_id").cast("string"))
+    )
+    w = Window.partitionBy("_group").orderBy("corpus", "file", "line", "row_id")
+    df = df.withColumn("_group", group).withColumn("_survivor", F.first("row_id").over(w))
+    is_dup = alive & (F.col("_survivor") != F.col("row_id"))
+    return (
+        df.withColumn("reject_rule", F.when(is_dup, F.lit(rule)).otherwise(F.col("reject_rule")))
+        .withColumn("reject_stage", F.when(is_dup, F.lit("dedup")).otherwise(F.col("reject_stage")))
+        .withColumn("dup_of", F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")))
+        .drop("_group", "_survivor")
+    )
+
+
+def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
+    """(stage, rule) in the order rows meet them, for stats and the funnel."""
+    rules = [(RULE_STAGE.get(r, "rules"), r) for r in cfg.rules.order]
+    dedup_rules = DEDUP_RULES[:1] if cfg.dedup.enabled else []
+    if cfg.dedup.enabled and cfg.dedup.source_side:
+        dedup_rules.append("duplicate_source")
+    if cfg.dedup.enabled and cfg.dedup.target_side:
+        dedup_rules.append("duplicate_target")
+    return [("ingest", e) for e in INGEST_ERRORS] + rules + [("dedup", r) for r in dedup_rules]

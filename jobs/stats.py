@@ -1,0 +1,87 @@
+"""Filter statistics (per run x pair x corpus x stage x rule), the conservation check and the
+funnel printed at the end of a run."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+STATS_SCHEMA = (
+    "run_id string, pair string, corpus string, step int, stage string, rule string, "
+    "rows_in long, rows_rejected long"
+)
+
+
+class ConservationError(RuntimeError):
+    """Rows in != clean + rejected for some (pair, corpus): the run must not commit."""
+
+
+@dataclass(frozen=True)
+class Counts:
+    rows_in: dict[tuple[str, str], int]  # (pair, corpus) -> raw rows
+    rejected: dict[tuple[str, str], dict[tuple[str, str], int]]  # -> (stage, rule) -> rows
+    clean: dict[tuple[str, str], int]
+
+
+def count_outcomes(raw: DataFrame, decided: DataFrame) -> Counts:
+    rows_in = {
+        (r.pair, r.corpus): r["count"] for r in raw.groupBy("pair", "corpus").count().collect()
+    }
+    rejected: dict = defaultdict(dict)
+    clean: dict = defaultdict(int)
+    grouped = decided.groupBy("pair", "corpus", "reject_stage", "reject_rule").count().collect()
+    for r in grouped:
+        key = (r.pair, r.corpus)
+        if r.reject_rule is None:
+            clean[key] += r["count"]
+        else:
+            rejected[key][(r.reject_stage, r.reject_rule)] = r["count"]
+    return Counts(rows_in, dict(rejected), dict(clean))
+
+
+def check_conservation(counts: Counts) -> None:
+    problems = []
+    for key in sorted(set(counts.rows_in) | set(counts.clean) | set(counts.rejected)):
+        n_in = counts.rows_in.get(key, 0)
+        n_clean = counts.clean.get(key, 0)
+        n_rej = sum(counts.rejected.get(key, {}).values())
+        if n_in != n_clean + n_rej:
+            problems.append(f"{key[0]}/{key[1]}: in {n_in} != clean {n_clean} + rejected {n_rej}")
+    if problems:
+        raise ConservationError("rows were lost or duplicated: " + "; ".join(problems))
+
+
+def stats_rows(run_id: str, counts: Counts, sequence: list[tuple[str, str]]) -> list[tuple]:
+    """One row per (pair, corpus, stage, rule) in `sequence` order: rows that reached the rule
+    and rows it rejected."""
+    rows = []
+    for (pair, corpus), n_in in sorted(counts.rows_in.items()):
+        remaining = n_in
+        by_rule = counts.rejected.get((pair, corpus), {})
+        for step, (stage, rule) in enumerate(sequence, start=1):
+            n_rej = by_rule.get((stage, rule), 0)
+            rows.append((run_id, pair, corpus, step, stage, rule, remaining, n_rej))
+            remaining -= n_rej
+    return rows
+
+
+def funnel(counts: Counts, sequence: list[tuple[str, str]]) -> str:
+    lines = []
+    for (pair, corpus), n_in in sorted(counts.rows_in.items()):
+        by_rule = counts.rejected.get((pair, corpus), {})
+        kept = counts.clean.get((pair, corpus), 0)
+        lines.append(f"{pair} {corpus}: {n_in:,} in")
+        for stage, rule in sequence:
+            n = by_rule.get((stage, rule), 0)
+            if n:
+                lines.append(f"  - {rule:<20} {n:>12,}  ({stage})")
+        share = kept / n_in if n_in else 0.0
+        lines.append(f"  = kept {kept:>17,}  ({share:.1%})")
+    return "\n".join(lines)
+
+
+def totals(counts: Counts) -> tuple[int, int]:
+    rows_in = sum(counts.rows_in.values())
+    return rows_in, sum(counts.clean.values())

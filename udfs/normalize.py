@@ -1,0 +1,174 @@
+"""Language-independent text normalization as Spark Column expressions (JVM, no Python).
+
+Each function takes and returns a Column; `normalize_side` chains the steps a config enables.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+# Tags we strip. A closed list, so "if a<b then c>d" is left alone.
+HTML_TAGS = [
+    "a",
+    "abbr",
+    "address",
+    "article",
+    "aside",
+    "b",
+    "big",
+    "blockquote",
+    "body",
+    "br",
+    "caption",
+    "center",
+    "cite",
+    "code",
+    "col",
+    "dd",
+    "del",
+    "dfn",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "font",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hr",
+    "html",
+    "i",
+    "iframe",
+    "img",
+    "input",
+    "ins",
+    "kbd",
+    "label",
+    "li",
+    "link",
+    "main",
+    "mark",
+    "meta",
+    "nav",
+    "nobr",
+    "noscript",
+    "ol",
+    "option",
+    "p",
+    "pre",
+    "q",
+    "s",
+    "samp",
+    "script",
+    "section",
+    "select",
+    "small",
+    "source",
+    "span",
+    "strike",
+    "strong",
+    "style",
+    "sub",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "textarea",
+    "tfoot",
+    "th",
+    "thead",
+    "title",
+    "tr",
+    "tt",
+    "u",
+    "ul",
+    "var",
+    "video",
+    "wbr",
+]
+# Block-level tags separate words; inline tags (<b>, <span>) do not.
+BLOCK_TAGS = [
+    "br",
+    "p",
+    "div",
+    "li",
+    "tr",
+    "td",
+    "th",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "blockquote",
+    "table",
+    "ul",
+    "ol",
+    "dd",
+    "dt",
+]
+
+
+# Attributes must look like name=value, so prose such as "a<b then c>d" is not a tag.
+ATTRIBUTES = r"""(?:\s+[\w:-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>]+))*\s*"""
+
+
+def _tag_regex(names: list[str]) -> str:
+    return rf"(?i)</?(?:{'|'.join(names)}){ATTRIBUTES}/?>"
+
+
+HTML_COMMENT = r"<!--.*?-->"
+BLOCK_TAG = _tag_regex(BLOCK_TAGS)
+ANY_TAG = _tag_regex(HTML_TAGS)
+
+# Zero-width and format characters, soft hyphen, BOM, bidi marks/embeddings/isolates,
+# C0 and C1 controls (tab, LF, CR become spaces in the whitespace step instead).
+INVISIBLE = (
+    r"[\u00AD\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF"
+    r"\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]"
+)
+# Java's \s is ASCII-only; add the Unicode spaces (NBSP, ideographic space, ...).
+WHITESPACE = r"[\s\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+"
+
+
+def unescape_entities(col: Column) -> Column:
+    """XML/HTML entities, named and numeric, also double-escaped (`&amp;lt;` -> `<`).
+
+    Uses commons-text's StringEscapeUtils (shipped with Spark) through `reflect`, so it stays
+    in the JVM; `&apos;` is XML-only, so it is replaced first. Rows without `&` skip the call.
+    """
+
+    def once(c: Column) -> Column:
+        c = F.replace(c, F.lit("&apos;"), F.lit("'"))
+        return F.call_function(
+            "reflect",
+            F.lit("org.apache.commons.text.StringEscapeUtils"),
+            F.lit("unescapeHtml4"),
+            c,
+        )
+
+    return F.when(col.contains("&"), once(once(col))).otherwise(col)
+
+
+def strip_html(col: Column) -> Column:
+    col = F.regexp_replace(col, HTML_COMMENT, " ")
+    col = F.regexp_replace(col, BLOCK_TAG, " ")
+    return F.regexp_replace(col, ANY_TAG, "")
+
+
+def remove_invisible(col: Column) -> Column:
+    return F.regexp_replace(col, INVISIBLE, "")
+
+
+def collapse_whitespace(col: Column) -> Column:
+    return F.trim(F.regexp_replace(col, WHITESPACE, " "))
