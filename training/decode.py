@@ -146,8 +146,10 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
 
 
 @torch.no_grad()
-def score(model: Transformer, src: torch.Tensor, hyps: Sequence[Sequence[int]]) -> list[float]:
-    """Sum of log-probabilities of each hypothesis followed by </s> (teacher forcing)."""
+def score(model: Transformer, src: torch.Tensor, hyps: Sequence[Sequence[int]],
+          with_eos: bool | Sequence[bool] = True) -> list[float]:
+    """Sum of log-probabilities of each hypothesis (teacher forcing), plus that of the </s>
+    after it where `with_eos` (a hypothesis cut at the length limit has none)."""
     model.eval()
     t_max = max(len(h) for h in hyps) + 1
     tin = torch.zeros((len(hyps), t_max), dtype=torch.long, device=src.device)
@@ -159,7 +161,9 @@ def score(model: Transformer, src: torch.Tensor, hyps: Sequence[Sequence[int]]) 
         tout[i, len(h)] = EOS
     logits = model(src, tin).float()
     lp = torch.log_softmax(logits, dim=-1).gather(2, tout[..., None]).squeeze(-1)
-    return [float(lp[i, :len(h) + 1].sum()) for i, h in enumerate(hyps)]
+    eos = [with_eos] * len(hyps) if isinstance(with_eos, bool) else list(with_eos)
+    return [float(lp[i, :len(h) + int(e)].sum()) for i, (h, e) in enumerate(zip(hyps, eos,
+                                                                               strict=True))]
 
 
 def translate(model: Transformer, vocab: Vocab, texts: Sequence[str], tgt_lang: str | None = None,
