@@ -326,6 +326,8 @@ class Trainer:
                        "tgt_tokens_per_s": round(win_tokens / dt, 1)}
                 self.train_log.append(row)
                 eta = (t.max_steps - self.step) * dt / max(t.log_every, 1)
+                if t.max_minutes is not None:
+                    eta = min(eta, t.max_minutes * 60 - (time.time() - start))
                 progress(f"step {self.step}/{t.max_steps} ep {self.epoch} | loss {row['loss']} "
                          f"nll {row['nll']} | lr {lr:.2e} | {row['tgt_tokens_per_s']:.0f} tgt "
                          f"tok/s | {fmt_duration(self.elapsed)} elapsed, ETA "
