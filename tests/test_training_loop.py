@@ -65,6 +65,7 @@ def test_loss_goes_down_and_checkpoints_rotate(tmp_path: Path) -> None:
     assert names == ["ckpt_00000040.pt", "ckpt_00000060.pt"]  # keep_last: 2
     assert (tmp_path / "run" / "spm.model").exists()
     assert (tmp_path / "run" / "config.yaml").exists()
+    assert len(list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))) == 1
 
 
 def test_resume_gives_the_same_weights_as_an_uninterrupted_run(tmp_path: Path) -> None:
@@ -188,3 +189,10 @@ def test_cli_train_and_set_overrides(tmp_path: Path, capsys) -> None:
                            "--set", "train.eval_every=0"]) == 0
     assert "step: 3" in capsys.readouterr().out
     assert train_cli.main(["--config", str(path), "--set", "train.nope=1"]) == 2
+
+
+def test_resuming_with_another_architecture_is_a_clear_error(tmp_path: Path) -> None:
+    run(from_dict(tiny(tmp_path / "r", train={"max_steps": 2, "save_every": 2})))
+    cfg = tiny(tmp_path / "r", model={"d_model": 64})
+    with pytest.raises(ConfigError, match="different model"):
+        run(from_dict(cfg))

@@ -100,6 +100,7 @@ class TrainConf(Strict):
     keep_last: int = 5
     eval_every: int = 1000
     log_every: int = 100
+    tensorboard: bool = True  # also write <run_dir>/tensorboard/events.out.tfevents.*
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"  # bf16/fp16: autocast, GPU only
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     threads: int | None = None  # torch intra-op threads on CPU

@@ -36,7 +36,7 @@ from training.data import (
 )
 from training.decode import translate
 from training.evaluate import bleu_chrf, corpus_loss
-from training.logs import CsvLog, fmt_duration, progress
+from training.logs import CsvLog, TensorBoardLog, fmt_duration, progress
 from training.model import Transformer, label_smoothed_loss
 from training.vocab import TextOptions, Vocab, sample_for_vocab, train_sentencepiece
 
@@ -141,6 +141,7 @@ class Trainer:
             self.precision = "fp32"
         self.train_log = CsvLog(self.run_dir / "train_log.csv", TRAIN_FIELDS)
         self.dev_log = CsvLog(self.run_dir / "dev_log.csv", DEV_FIELDS)
+        self.tb: TensorBoardLog | None = None
 
     # -- state ----------------------------------------------------------------------------
     def setup(self) -> None:
@@ -152,6 +153,10 @@ class Trainer:
         if self.resume_ckpt is None and cfg.train.init_from:
             init_ckpt = ck.load(cfg.train.init_from)
         parent = self.resume_ckpt or init_ckpt
+        if self.resume_ckpt is not None and \
+                self.resume_ckpt["model_conf"] != cfg.model.model_dump(mode="json"):
+            raise ConfigError(f"{existing[-1]} holds a different model than config `model`; "
+                              "use a new run_dir (or train.resume=false to start over)")
         self.data = prepare(cfg, self.run_dir, parent)
         (self.run_dir / "config.yaml").write_text(
             yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True),
@@ -254,6 +259,9 @@ class Trainer:
                "dev_ppl": round(math.exp(min(loss["nll"], 50)), 2), "sentences": len(pairs),
                **scores}
         self.dev_log.append(row)
+        if self.tb:
+            self.tb.scalars(self.step, {f"dev/{k}": row.get(k) for k in
+                                        ("dev_loss", "dev_nll", "bleu", "chrf")})
         progress(f"dev @ step {self.step}: loss {row['dev_loss']} ppl {row['dev_ppl']} "
                  f"BLEU {scores.get('bleu')} chrF {scores.get('chrf')} "
                  f"({len(pairs)} sentences, {time.time() - t0:.1f}s)")
@@ -261,6 +269,8 @@ class Trainer:
 
     def train(self) -> dict[str, Any]:
         t, o = self.cfg.train, self.cfg.optim
+        if t.tensorboard:
+            self.tb = TensorBoardLog(self.run_dir / "tensorboard")
         self.model.train()
         start = time.time()
         base_elapsed = self.elapsed
@@ -325,6 +335,11 @@ class Trainer:
                        "grad_norm": round(grad_norm, 3), "tgt_tokens": win_tokens,
                        "tgt_tokens_per_s": round(win_tokens / dt, 1)}
                 self.train_log.append(row)
+                if self.tb:
+                    self.tb.scalars(self.step, {
+                        "train/loss": row["loss"], "train/nll": row["nll"], "train/lr": lr,
+                        "train/grad_norm": row["grad_norm"],
+                        "train/tgt_tokens_per_s": row["tgt_tokens_per_s"]})
                 eta = (t.max_steps - self.step) * dt / max(t.log_every, 1)
                 if t.max_minutes is not None:
                     eta = min(eta, t.max_minutes * 60 - (time.time() - start))
