@@ -74,6 +74,16 @@ def test_parquet_lake_table_with_pair_filter(tmp_path: Path) -> None:
     glob_files = list(read_source(SourceConf(
         paths=[str(table / "pair=zh-en" / "*" / "*.parquet")], format="parquet")))
     assert len(glob_files) == 1200
+    # the filter job's staged layout pair=/corpus=/outcome=: only clean rows are read
+    staged = tmp_path / "runs" / "r1" / "bitext" / "pair=zh-en" / "corpus=anki"
+    for outcome, rows in (("clean", [("好。", "Good.")]), ("rejected", [("x", "y")] * 5)):
+        (staged / f"outcome={outcome}").mkdir(parents=True)
+        pq.write_table(pa.table({"src": [r[0] for r in rows], "tgt": [r[1] for r in rows],
+                                 "reject_rule": [None if outcome == "clean" else "length"]
+                                 * len(rows)}),
+                       staged / f"outcome={outcome}" / "part-0.parquet")
+    assert list(read_source(SourceConf(paths=[str(tmp_path / "runs" / "r1" / "bitext")],
+                                       pair="zh-en"))) == [("好。", "Good.", "en")]
     with pytest.raises(ValueError, match="no column"):
         bad = tmp_path / "bad.parquet"
         pq.write_table(pa.table({"text": ["a"]}), bad)

@@ -50,8 +50,10 @@ def _detect_format(paths: Sequence[str]) -> str:
 
 
 def read_parquet(paths: Sequence[str], pair: str | None = None) -> Iterator[tuple[str, str, str]]:
-    """Rows (src, tgt, pair) of a lake table: a directory (hive partitions pair=/corpus=),
-    files or globs. Only the needed columns are read; `pair` filters on the partition."""
+    """Rows (src, tgt, pair) of Parquet data: a directory (hive partitions pair=/corpus=...),
+    files or globs. Only the needed columns are read; `pair` filters on the partition. Where
+    an `outcome` partition column exists (the filter job's staged `bitext` directory of a
+    run, partitioned pair/corpus/outcome), only `outcome=clean` rows are read."""
     import pyarrow.dataset as ds
 
     files = _expand(paths)
@@ -68,6 +70,9 @@ def read_parquet(paths: Sequence[str], pair: str | None = None) -> Iterator[tupl
         if "pair" not in names:
             raise ValueError(f"{paths}: pair={pair} asked for but the table has no `pair` column")
         flt = ds.field("pair") == pair
+    if "outcome" in names:
+        clean = ds.field("outcome") == "clean"
+        flt = clean if flt is None else flt & clean
     for batch in dataset.to_batches(columns=columns, filter=flt):
         src = batch.column("src").to_pylist()
         tgt = batch.column("tgt").to_pylist()
