@@ -103,8 +103,7 @@ class FilterRun:
             return os.path.abspath(path)
         return path  # already on the executors (image or --files)
 
-    def execute(self) -> list[Flip]:
-        raw = self.read_inputs()  # Moses pairs are counted here: a mismatch fails early
+    def execute(self, raw: DataFrame) -> list[Flip]:
         log("writing bitext_raw")
         write_staged(raw, f"{self.dir}/bitext_raw", ["pair", "corpus"])
         raw = self.spark.read.parquet(f"{self.dir}/bitext_raw")
@@ -169,11 +168,13 @@ def run(args: argparse.Namespace) -> int:
         log(f"rolled forward the interrupted commit of run {run_id}")
     run_id = args.run_id or new_run_id(cfg.hash())
     inputs = [inp.model_dump() for inp in cfg.inputs]
+    job = FilterRun(spark, lake, cfg, run_id)
+    raw = job.read_inputs()  # input errors (e.g. Moses line counts) fail here: nothing written
     record = RunRecord(spark, lake, run_id, "filter", cfg.resolved(), cfg.hash(), inputs)
     record.mark("running")
     log(f"run {run_id}, lake {cfg.lake.root}")
     try:
-        flips = FilterRun(spark, lake, cfg, run_id).execute()
+        flips = job.execute(raw)
         lake.commit(run_id, [*flips, record.flip("succeeded")])
     except BaseException as err:
         record.mark("failed", f"{type(err).__name__}: {err}")

@@ -76,6 +76,8 @@ def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str,
         F.col("_metadata.file_path").alias("file"),
         F.col("_metadata.file_block_start").alias("block"),
         F.monotonically_increasing_id().alias("mid"),
+        # Checked before any string function: those replace invalid bytes with U+FFFD.
+        F.is_valid_utf8("value").alias("utf8_ok"),
         # CRLF files: drop the CR the "\n" separator leaves behind.
         F.regexp_replace("value", "\r$", "").alias("value"),
     )
@@ -94,15 +96,18 @@ def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str,
         offsets, "file string, block long, first_mid long, offset long"
     )
     numbered = lines.join(F.broadcast(offset_df), ["file", "block"]).select(
-        "file", (F.col("mid") - F.col("first_mid") + F.col("offset") + 1).alias("line"), "value"
+        "file",
+        (F.col("mid") - F.col("first_mid") + F.col("offset") + 1).alias("line"),
+        "value",
+        "utf8_ok",
     )
     return numbered, per_file
 
 
-def line_problem(value: Column, max_line_chars: int) -> Column:
+def line_problem(value: Column, utf8_ok: Column, max_line_chars: int) -> Column:
     """The ingest error of a raw line, or null. Checked before anything parses the line."""
     return (
-        F.when(~F.is_valid_utf8(value), F.lit("invalid_utf8"))
+        F.when(~utf8_ok, F.lit("invalid_utf8"))
         .when(F.instr(value, "\u0000") > 0, F.lit("nul_byte"))
         .when(F.length(value) > max_line_chars, F.lit("line_too_long"))
     )
@@ -113,7 +118,7 @@ def read_tsv(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
     numbered, _ = numbered_lines(spark, path)
     value = F.make_valid_utf8("value")
     fields = F.split(value, "\t")
-    problem = line_problem(F.col("value"), max_line_chars)
+    problem = line_problem(F.col("value"), F.col("utf8_ok"), max_line_chars)
     error = F.coalesce(problem, F.when(F.size(fields) < 2, F.lit("malformed_line")))
     return numbered.select(
         "file",
@@ -144,11 +149,13 @@ def read_moses(spark: SparkSession, src_path: str, tgt_path: str, max_line_chars
             f"Moses pair line counts differ: {src_path} has {n_src} lines, "
             f"{tgt_path} has {n_tgt} lines"
         )
-    s = src.select(F.col("file"), "line", F.col("value").alias("s"))
-    t = tgt.select(F.col("file").alias("file_tgt"), "line", F.col("value").alias("t"))
+    s = src.select("file", "line", F.col("value").alias("s"), F.col("utf8_ok").alias("s_ok"))
+    t = tgt.select(F.col("file").alias("file_tgt"), "line", F.col("value").alias("t"),
+                   F.col("utf8_ok").alias("t_ok"))
     joined = s.join(t, "line")
     problem = F.coalesce(
-        line_problem(F.col("s"), max_line_chars), line_problem(F.col("t"), max_line_chars)
+        line_problem(F.col("s"), F.col("s_ok"), max_line_chars),
+        line_problem(F.col("t"), F.col("t_ok"), max_line_chars),
     )
     return joined.select(
         "file",

@@ -96,12 +96,13 @@ def _mark_duplicates(df: DataFrame, rule: str, key: Column) -> DataFrame:
     )
     w = Window.partitionBy("_group").orderBy("corpus", "file", "line", "row_id")
     df = df.withColumn("_group", group).withColumn("_survivor", F.first("row_id").over(w))
-    is_dup = alive & (F.col("_survivor") != F.col("row_id"))
+    df = df.withColumn("_dup", alive & (F.col("_survivor") != F.col("row_id")))
+    is_dup = F.col("_dup")
     return (
         df.withColumn("reject_rule", F.when(is_dup, F.lit(rule)).otherwise(F.col("reject_rule")))
         .withColumn("reject_stage", F.when(is_dup, F.lit("dedup")).otherwise(F.col("reject_stage")))
         .withColumn("dup_of", F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")))
-        .drop("_group", "_survivor")
+        .drop("_group", "_survivor", "_dup")
     )
 
 

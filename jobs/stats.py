@@ -60,6 +60,9 @@ def stats_rows(run_id: str, counts: Counts, sequence: list[tuple[str, str]]) -> 
     for (pair, corpus), n_in in sorted(counts.rows_in.items()):
         remaining = n_in
         by_rule = counts.rejected.get((pair, corpus), {})
+        unknown = set(by_rule) - set(sequence)
+        if unknown:
+            raise ConservationError(f"{pair}/{corpus}: rejections by unlisted rules {unknown}")
         for step, (stage, rule) in enumerate(sequence, start=1):
             n_rej = by_rule.get((stage, rule), 0)
             rows.append((run_id, pair, corpus, step, stage, rule, remaining, n_rej))

@@ -12,11 +12,15 @@ import opencc
 FULLWIDTH_TABLE = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 
 # Full-width punctuation that is the convention in Chinese text (GB/T 15834): kept next to
-# Chinese characters, converted elsewhere (`ＡＢＣ１２３！` -> `ABC123!`, `你好！` stays).
+# Chinese characters or Chinese punctuation (`“冠状”，`), converted elsewhere (`ＡＢＣ１２３！` ->
+# `ABC123!`, `你好！` stays). A run of it (`好！！`, `什么？！`) is kept as a whole when the run
+# touches Chinese, and brackets go by pairs: `华伦天奴（Valentino）` keeps both.
 CHINESE_PUNCT = "！，：；？（）"
-CJK = r"\u2E80-\u2FFF\u3001-\u303F\u3040-\u30FF\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF\uFF00-\uFF0F"
-KEPT_PUNCT = re.compile(rf"(?<=[{CJK}])[{CHINESE_PUNCT}]|[{CHINESE_PUNCT}](?=[{CJK}])")
-PLACEHOLDER_BASE = 0xF0000  # Supplementary Private Use Area: never in real text we keep
+CJK = r"\u2E80-\u2FFF\u3001-\u303F\u3040-\u30FF\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF"
+# Punctuation outside those blocks that Chinese text uses: · — ‘ ’ “ ” …
+CHINESE_MARKS = r"\u00B7\u2014\u2018\u2019\u201C\u201D\u2026"
+CONTEXT = CJK + CHINESE_MARKS
+KEPT_PUNCT = re.compile(rf"(?<=[{CONTEXT}])[{CHINESE_PUNCT}]+|[{CHINESE_PUNCT}]+(?=[{CONTEXT}])")
 
 
 @cache
@@ -33,14 +37,19 @@ def fullwidth_to_halfwidth(text: str) -> str:
     """ASCII-range full-width forms become ASCII, except Chinese punctuation next to Chinese."""
     if not any("\uff01" <= ch <= "\uff5e" or ch == "\u3000" for ch in text):
         return text
-    kept = {m.start() for m in KEPT_PUNCT.finditer(text)}
+    out = text.translate(FULLWIDTH_TABLE)  # one code point for one: positions still match
+    kept = {i for m in KEPT_PUNCT.finditer(text) for i in range(*m.span())}
+    opened = []
+    for i, ch in enumerate(text):  # a bracket pair is kept when either of its brackets is
+        if ch == "（":
+            opened.append(i)
+        elif ch == "）" and opened:
+            j = opened.pop()
+            if i in kept or j in kept:
+                kept |= {i, j}
     if not kept:
-        return text.translate(FULLWIDTH_TABLE)
-    chars = list(text)
-    for i in kept:  # shield kept punctuation from the table, then restore it
-        chars[i] = chr(PLACEHOLDER_BASE + CHINESE_PUNCT.index(chars[i]))
-    out = "".join(chars).translate(FULLWIDTH_TABLE)
-    return "".join(
-        CHINESE_PUNCT[ord(ch) - PLACEHOLDER_BASE] if ord(ch) >= PLACEHOLDER_BASE else ch
-        for ch in out
-    )
+        return out
+    chars = list(out)
+    for i in kept:
+        chars[i] = text[i]
+    return "".join(chars)

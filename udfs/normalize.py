@@ -132,13 +132,14 @@ BLOCK_TAG = _tag_regex(BLOCK_TAGS)
 ANY_TAG = _tag_regex(HTML_TAGS)
 
 # Zero-width and format characters, soft hyphen, BOM, bidi marks/embeddings/isolates,
-# C0 and C1 controls (tab, LF, CR become spaces in the whitespace step instead).
+# C0 and C1 controls (the line and page breaks tab, LF, VT, FF, CR and NEL separate words:
+# they become spaces in the whitespace step instead).
 INVISIBLE = (
     r"[\u00AD\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF"
-    r"\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]"
+    r"\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F]"
 )
-# Java's \s is ASCII-only; add the Unicode spaces (NBSP, ideographic space, ...).
-WHITESPACE = r"[\s\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+"
+# Java's \s is ASCII-only; add NEL and the Unicode spaces (NBSP, ideographic space, ...).
+WHITESPACE = r"[\s\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+"
 
 
 def unescape_entities(col: Column) -> Column:
@@ -146,16 +147,20 @@ def unescape_entities(col: Column) -> Column:
 
     Uses commons-text's StringEscapeUtils (shipped with Spark) through `reflect`, so it stays
     in the JVM; `&apos;` is XML-only, so it is replaced first. Rows without `&` skip the call.
+    A numeric entity beyond U+10FFFF (`&#99999999;`) makes commons-text throw; `try_reflect`
+    turns that into null and the row keeps its entities (the url_email_html rule then sees them)
+    instead of failing the whole job.
     """
 
     def once(c: Column) -> Column:
         c = F.replace(c, F.lit("&apos;"), F.lit("'"))
-        return F.call_function(
-            "reflect",
+        unescaped = F.call_function(
+            "try_reflect",
             F.lit("org.apache.commons.text.StringEscapeUtils"),
             F.lit("unescapeHtml4"),
             c,
         )
+        return F.coalesce(unescaped, c)
 
     return F.when(col.contains("&"), once(once(col))).otherwise(col)
 

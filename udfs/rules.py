@@ -43,11 +43,12 @@ SCRIPTS = {
 
 
 def script_share(col: Column, lang: str) -> Column:
-    """Share of the letters written in `lang`'s script (null when there are no letters)."""
-    script = SCRIPTS.get(lang, r"\p{IsLatin}")
-    letters = F.length(F.regexp_replace(col, r"\P{L}", ""))
-    in_script = F.length(F.regexp_replace(col, f"[^{script.strip('[]')}]", ""))
-    return F.when(letters > 0, in_script / letters)
+    """Letters in `lang`'s script over those letters plus the runs (words) of other letters,
+    so a Chinese line with two English names ("Tom 不想让Mary走") still scores 4/6."""
+    script = SCRIPTS.get(lang, r"\p{IsLatin}").strip("[]")
+    in_script = F.length(F.regexp_replace(col, f"[^{script}]", ""))
+    foreign_runs = F.regexp_count(col, F.lit(f"[\\p{{L}}&&[^{script}]]+"))
+    return F.when(in_script + foreign_runs > 0, in_script / (in_script + foreign_runs))
 
 
 def count_chars(col: Column, chars: str) -> Column:
