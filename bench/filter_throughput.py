@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=1_000_000)
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args()
-    cores = int(args.master.strip("local[]") or 1)
+    cores = int(args.master.removeprefix("local[").removesuffix("]") or 1)
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
     corpus = work / "corpus.tsv"
     build_corpus(corpus, args.pairs)
