@@ -11,23 +11,30 @@ rewritten from Python ``re`` syntax into ``java.util.regex`` syntax, where they 
   (``str.isdecimal`` / ``str.isspace``), so they are spelled as explicit classes (``DIGIT``,
   ``SPACE``) generated from the running Python, which also pins the Unicode version to the one
   sacremoses sees (Java 17's ``\\p{Nd}`` is Unicode 13, Python 3.11's ``\\d`` is Unicode 14);
-* the final ``str.strip()`` is Spark's ``trim(s, chars)`` with Python's whitespace characters
+* the final ``str.strip()`` is Spark's ``btrim(s, chars)`` with Python's whitespace characters
   (plain ``trim`` removes only U+0020);
 * ``[^<]`` and the classes match a whole code point in both engines (surrogate pairs included).
 
 For speed, without changing any result: rules that are plain literals run as ``replace`` (no
-regex), the two DIGIT rules get a cheap lookahead guard, and lines that no rule can change
-(``TRIGGER``) skip the chain. Nothing else needed translating: no
-sacremoses rule uses ``^``/``$``, an unescaped ``.``, lookaround or case folding.
-Null in, null out (sacremoses would turn None into the string "None").
+regex), the two DIGIT rules get a cheap lookahead guard, lines that no rule can change
+(``TRIGGER``) skip the chain, and three rules that can never change the output are left out.
+Nothing else needed translating: no sacremoses rule uses ``^``/``$``, an unescaped ``.``,
+lookaround or case folding. Null in, null out (sacremoses would turn None into "None").
+
+One chain compiles to ~2,700 bytes of JVM bytecode; three or more chains in one projection pass
+HotSpot's 8,000-byte limit for JIT-compiling a method and run interpreted, much slower.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-Rule = tuple[str, str]  # (java.util.regex pattern, Matcher.replaceAll replacement)
+# (java.util.regex pattern, Matcher.replaceAll replacement); a pattern that is a plain literal
+# runs as a literal replace, so its replacement must hold no $ or \.
+Rule = tuple[str, str]
 
 
 def _java_class(chars: str) -> str:
@@ -42,7 +49,7 @@ def _java_class(chars: str) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _chars(pred) -> str:
+def _chars(pred: Callable[[str], bool]) -> str:
     return "".join(c for c in map(chr, range(0x110000)) if pred(c))
 
 
@@ -52,10 +59,10 @@ SPACE = _java_class(SPACE_CHARS)
 NBSP = "\u00a0"
 
 # Speed, not meaning: Java tries a pattern at every position of the line, and testing DIGIT (a
-# union of ~65 ranges) there costs ~20 us a line. Each DIGIT rule therefore starts with the guard
-# (?s)(?=.X), "the next code point is followed by X" (X a literal), which fails fast; the match
-# itself is unchanged. (A lookbehind would not do: Java's lookbehind misreads \x{...} classes
-# that hold supplementary code points, e.g. Tangsa digits.)
+# union of ~65 ranges) there costs ~20 us per rule on a news line. Each DIGIT rule therefore
+# starts with the guard (?s)(?=.X), "the next code point is followed by X" (X a literal), which
+# fails fast; the match itself is unchanged. (A lookbehind would not do: Java's lookbehind
+# misreads \x{...} classes that hold supplementary code points, e.g. Tangsa digits.)
 EXTRA_WHITESPACE: list[Rule] = [
     ("\r", ""),  # a literal CR
     (r"\(", " ("),
@@ -156,10 +163,11 @@ def moses_punct_rules(lang: str) -> list[Rule]:
 
 
 # A line holding none of these, and neither starting nor ending with whitespace, is left as it
-# is by every rule, so the chain is skipped for it (~75% of news lines; the chain costs ~2x the
-# test). Each rule needs one of them to change anything: \r ( ) ` ' " « » NBSP, a char in
-# U+2013-U+2026 („ “ ” – — ‘ ‚ ’ …), or a pair "  " (" +" only changes 2+ spaces), " %", " :",
-# " ;", "''". Matching more than that (e.g. "' ") is harmless. Update it with the rules.
+# is by every rule, so the chain is skipped for it (~75% of news lines; this test costs a
+# fraction of the chain). Every rule needs one of them to change anything: \r ( ) ` ´ " « »
+# NBSP, a char in U+2013-U+2026 („ “ ” – — ‘ ‚ ’ …), or a pair "  " (" +" only changes runs of
+# 2+ spaces), " %", " :", " ;", "''". Matching more (e.g. "' ") only costs time. Keep it in step
+# with the rules; test_random_strings_match_sacremoses catches a gap.
 TRIGGER = f"[\\r()`´«»{NBSP}\"\\u2013-\\u2026]|[ '][ '%:;]"
 
 

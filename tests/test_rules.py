@@ -1,0 +1,425 @@
+"""Every rule of udfs/rules.py, in Spark, on real pairs with one injected fault each.
+
+Pairs are Tatoeba zh-en / ru-en lines (tests/data) and two OpenNMT toy en-de pairs that carry
+their fault as found (a URL, a U+FFFD). Each case checks the stored score and that the expected
+rule is the first failure in the configured order. The texts are taken as already normalized
+(udfs/sides.py still runs: t2s, full-width, jieba, fastText), as the job scores them.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.config import RULE_NAMES, load_config
+from udfs.rules import first_failure, rule_failures, score_columns
+from udfs.sides import SideOptions, side_analyzer
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+MODEL = str(REPO / "models" / "lid.176.ftz")
+
+
+def lines(name: str) -> list[str]:
+    return (DATA / name).read_text(encoding="utf-8").splitlines()
+
+
+ZH, EN = lines("tatoeba-zh-en.zh"), lines("tatoeba-zh-en.en")
+RU, RU_EN = lines("tatoeba-ru-en.ru"), lines("tatoeba-ru-en.en")
+TOY = dict(line.split("\t", 1) for line in lines("ende-toy-escaped.txt"))
+DE = "Nicht alle meine Freunde schwimmen gern."  # moses_de.txt (Tatoeba deu)
+
+
+def zh_en(zh: str) -> tuple[str, str]:
+    """The real pair whose Chinese side is `zh` (tatoeba-zh-en)."""
+    return zh, EN[ZH.index(zh)]
+
+
+def ru_en(ru: str) -> tuple[str, str]:
+    return ru, RU_EN[RU.index(ru)]
+
+
+def anki(zh: str) -> tuple[str, str]:
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        return next((z, e) for z, e, _ in (line.split("\t") for line in f) if z == zh)
+
+
+# Real pairs the faults are injected into (A: 18/14 tokens, C: 10/10, D: 19/23).
+A = zh_en("3个马来西亚侨民与一个菲律宾国民在棉兰老岛达沃市爆炸里被炸死了。")
+B = zh_en("五千元是一大笔钱。")
+C = zh_en("阿尔及尔是一座有着超过三百多万人口的繁华都市。")
+D = zh_en("人类登上月球、柏林墙倒下，世界被我们的科学和想像被连接在一起。")
+HANT = zh_en("巴士司機有責任保護乘客的安全。")  # cmn_Hant: scored after t2s
+SHORT = zh_en("他身肩重任。")  # 3 jieba words
+LONG = [  # four real cmn lines of 37 + 34 + 30 + 27 jieba words
+    zh_en("“汤姆，我得告诉你点事。我爱某个人。他的名字以T开头以M结尾。”“呃，那能是谁？我认识吗？”"),
+    zh_en(
+        "一個人就算不吃肉，也可以健健康康的生活。所以人殺生、吃肉，只不過是為了滿足自己的口腹之慾而已。"
+        "這種行為是不道德的。"
+    ),
+    zh_en("如果你想要那把水槍，你必須自己存錢買。我沒有辦法一直買玩具給你。錢不會從我背上長出來。"),
+    zh_en(
+        "生意停頓了以後，許多公共浴堂都添置了桑拿浴室、健身器材等的新設備，希望能吸引多點人來光顧。"
+    ),
+]
+
+# A configured special pattern on top of the defaults (replacement_char, private_use).
+EMOJI = {"rules": {"special_patterns": {"emoji": "[\\x{1F300}-\\x{1FAFF}]"}}}
+
+# name -> (src, tgt, expected first failure, expected scores)
+ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
+    "clean_a": (*A, None, {"src_tokens": 18, "tgt_tokens": 14, "token_ratio": 18 / 14}),
+    "clean_b": (*B, None, {"src_lang": "zh", "tgt_lang": "en", "bracket_mismatch": 0}),
+    "clean_c": (*C, None, {"url_email_html": None, "special_chars": None}),
+    "clean_traditional": (*HANT, None, {"src": "巴士司机有责任保护乘客的安全。", "src_lang": "zh"}),
+    "empty_src": ("", C[1], "empty", {"src_chars": 0, "tgt_chars": 56}),
+    "empty_tgt": (C[0], "", "empty", {"tgt_chars": 0, "tgt_tokens": 0, "token_ratio": None}),
+    "identical": (C[1], C[1], "identical", {"identical": True}),
+    "identical_but_case": (C[1].upper(), C[1], "identical", {"identical": True}),
+    # Four real lines merged (an alignment slip): 128 jieba words on the source side.
+    "too_many_tokens": (
+        "".join(z for z, _ in LONG),
+        " ".join(e for _, e in LONG),
+        "too_many_tokens",
+        {"src_tokens": 128, "tgt_tokens": 116},
+    ),
+    # Spaces lost: one 65-character "word".
+    "long_word": (
+        A[0],
+        A[1].replace(" ", ""),
+        "long_word",
+        {"tgt_max_word_chars": 65, "tgt_tokens": 1},
+    ),
+    # A truncated translation.
+    "token_ratio_truncated": (A[0], "3 Malay nationals", "token_ratio", {"token_ratio": 6.0}),
+    "token_ratio_real": (*zh_en("你用跑的。"), "token_ratio", {"token_ratio": 5.0}),
+    # Spaces partly lost: 95 letters in 7 "words" (13.6 a word), none over 40.
+    "char_word_ratio": (
+        D[0],
+        "Amantouched downonthemoon. Awallcame downinBerlin. Aworldwas connectedbyour "
+        "ownscienceandimagination.",
+        "char_word_ratio",
+        {"tgt_char_word_ratio": 95 / 7, "token_ratio": 19 / 7},
+    ),
+    "char_word_ratio_real": (
+        *anki("恭喜你！"),
+        "char_word_ratio",
+        {"tgt_char_word_ratio": 16.0},
+    ),
+    "punct_share": (
+        C[0],
+        C[1].replace(".", "!" * 20),
+        "punct_share",
+        {"tgt_punct_share": 20 / 66, "tgt_tokens": 10},
+    ),
+    "punct_share_real": (*zh_en("上马。"), "punct_share", {"src_punct_share": 1 / 3}),
+    "unclosed_bracket": (
+        A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),
+        A[1],
+        "unbalanced_brackets",
+        {"bracket_mismatch": 1},
+    ),
+    "unclosed_quote": (B[0], f'"{B[1]}', "unbalanced_brackets", {"bracket_mismatch": 1}),
+    "unclosed_chinese_quote": (
+        f"“{C[0]}",
+        C[1],
+        "unbalanced_brackets",
+        {"bracket_mismatch": 1},
+    ),
+    # Full-width opening, ASCII closing: one kind of bracket, balanced.
+    "mixed_width_brackets": (
+        A[0].replace("棉兰老岛", "棉兰老岛（Mindanao)"),
+        A[1],
+        None,
+        {"bracket_mismatch": 0},
+    ),
+    "url": (
+        C[0],
+        f"{C[1]} https://tatoeba.org/en/about",
+        "url_email_html",
+        {"url_email_html": "https://tatoeba.org/en/about"},
+    ),
+    "url_upper_case": (
+        C[0],
+        f"{C[1]} WWW.TATOEBA.ORG",
+        "url_email_html",
+        {"url_email_html": "WWW.TATOEBA.ORG"},
+    ),
+    "email": (
+        B[0],
+        f"{B[1]} Mail tom.jackson@tatoeba.org",
+        "url_email_html",
+        {"url_email_html": "tom.jackson@tatoeba.org"},
+    ),
+    "html_tag": (
+        C[0],
+        C[1].replace("a bustling city", '<span class="place">a bustling city</span>'),
+        "url_email_html",
+        {"url_email_html": '<span class="place">'},
+    ),
+    "html_entity": (C[0] + "&nbsp;", C[1], "url_email_html", {"url_email_html": "&nbsp;"}),
+    "unparsable_numeric_entity": (
+        C[0],
+        f"{C[1]} &#99999999;",
+        "url_email_html",
+        {"url_email_html": "&#99999999;"},
+    ),
+    "url_source_side_reported_first": (
+        f"{C[0]} www.tatoeba.org",
+        f"{C[1]} https://tatoeba.org",
+        "url_email_html",
+        {"url_email_html": "www.tatoeba.org"},
+    ),
+    "prose_lt_gt": (
+        C[0],
+        C[1].replace("people.", "people, if a<b then c>d."),
+        None,
+        {"url_email_html": None},
+    ),
+    "replacement_char": (
+        C[0].replace("繁华", "繁\ufffd"),
+        C[1],
+        "special_chars",
+        {"special_chars": "replacement_char"},
+    ),
+    "private_use": (
+        B[0],
+        B[1].replace("money", "money\ue000"),
+        "special_chars",
+        {"special_chars": "private_use"},
+    ),
+    "configured_pattern": (
+        C[0],
+        f"{C[1]} \U0001f37a",
+        "special_chars",
+        {"special_chars": "emoji"},
+    ),
+    # English in the Chinese column: no Han letters at all.
+    "langid_src_script": (B[1], C[1], "langid_src", {"src_script_share": 0.0, "src_lang": "en"}),
+    # Real Cantonese pair (labelled yue_Hant), Han script: the language decides.
+    "langid_src_cantonese_real": (
+        *zh_en("佢起得比平時早。"),
+        "langid_src",
+        {"src_script_share": 1.0, "src_lang": "yue"},
+    ),
+    # Chinese in the English column, 6 characters: below min_chars the script decides.
+    "langid_tgt_script_short": (
+        SHORT[0],
+        "对事不对人。",
+        "langid_tgt",
+        {"tgt_script_share": 0.0, "tgt_chars": 6},
+    ),
+    "langid_tgt_cyrillic_short": (
+        "你回家吗？",
+        "Окна открыты?",
+        "langid_tgt",
+        {"tgt_script_share": 0.0},
+    ),
+    "langid_tgt_german": (C[0], DE, "langid_tgt", {"tgt_script_share": 1.0, "tgt_lang": "de"}),
+    # Real pair, 30 characters: fastText says nl 0.49, a false rejection.
+    "langid_tgt_real": (
+        *zh_en("出去的时候把门关上。"),
+        "langid_tgt",
+        {"tgt_lang": "nl", "tgt_chars": 30},
+    ),
+    # Real pair: 15 characters, below min_chars 20, so only its (Latin) script is checked,
+    # though fastText gives en only 0.29.
+    "short_target_script_only": (
+        *zh_en("你保证？"),
+        None,
+        {"tgt_chars": 15, "tgt_script_share": 1.0},
+    ),
+    # Two faults: identical comes before url_email_html in the default order.
+    "identical_and_url": (
+        f"{C[1]} https://tatoeba.org",
+        f"{C[1]} https://tatoeba.org",
+        "identical",
+        {"identical": True, "url_email_html": "https://tatoeba.org"},
+    ),
+}
+
+RU_EN_CASES = {
+    "clean_ru": (*ru_en(RU[0]), None, {"src_lang": "ru", "src_script_share": 1.0}),
+    "clean_ru_short": (*ru_en("Ох, как же я зол!"), None, {"tgt_lang": "en"}),
+    # Real pair: 21 characters, just over min_chars, and fastText gives en only 0.44.
+    "langid_tgt_unsure_real": (
+        *ru_en("Окна открыты?"),
+        "langid_tgt",
+        {"tgt_chars": 21, "tgt_lang": "en"},
+    ),
+    "langid_src_latin_in_ru": (
+        RU_EN[2],
+        RU_EN[0],
+        "langid_src",
+        {"src_script_share": 0.0, "src_lang": "en"},
+    ),
+    "langid_src_swapped": (
+        RU_EN[1],
+        RU[1],
+        "langid_src",
+        {"src_script_share": 0.0, "tgt_script_share": 0.0},
+    ),
+}
+
+# As found in the OpenNMT toy corpus (Moses-escaped, not unescaped here).
+EN_DE_CASES = {
+    "toy_urls": (
+        TOY["src-train.txt:5487"],
+        TOY["tgt-train.txt:5487"],
+        "url_email_html",
+        {"url_email_html": "www.cetrel.lu)"},  # the match runs to the next space
+    ),
+    "toy_replacement_char": (
+        TOY["src-train.txt:800"],
+        TOY["tgt-train.txt:800"],
+        "special_chars",
+        {"special_chars": "replacement_char"},
+    ),
+    "toy_escaped_apostrophe": (
+        TOY["src-train.txt:30"],
+        "Der vom Rat schließlich erzielte Kompromiss entspricht im Großen und Ganzen der "
+        "Position des Parlaments .",
+        "url_email_html",
+        {"url_email_html": "&apos;"},
+    ),
+}
+
+REVERSED = list(reversed(RULE_NAMES))
+
+
+def config(pair: str, *overrides: str, extra: dict | None = None):
+    merged = {"pair": pair, "langid": {"model": MODEL}} | (extra or {})
+    return load_config(None, list(overrides), extra=merged)
+
+
+def scored(spark, cases: dict, cfg, others: dict) -> dict[str, dict]:
+    """One Spark job: the side pass, every score, the failing rules, and the first failure
+    under `cfg` and under each config in `others` (same scores, other thresholds/order)."""
+    src_lang, tgt_lang = cfg.langs
+    df = spark.createDataFrame(
+        [(name, src, tgt) for name, (src, tgt, _, _) in cases.items()],
+        "name string, src string, tgt string",
+    )
+    for side, lang in (("src", src_lang), ("tgt", tgt_lang)):
+        df = df.withColumn(f"{side}_a", side_analyzer(SideOptions(lang, MODEL))(F.col(side)))
+    df = df.withColumn("src", F.col("src_a.text")).withColumn("tgt", F.col("tgt_a.text"))
+    df = df.withColumns(score_columns(cfg)).drop("src_a", "tgt_a")
+    failures = rule_failures(cfg)
+    failing = [  # in the default order
+        F.when(F.coalesce(failures[name], F.lit(False)), F.lit(name)) for name in RULE_NAMES
+    ]
+    df = df.select(
+        "*",
+        F.array_compact(F.array(*failing)).alias("failing"),
+        first_failure(cfg).alias("reject_rule"),
+        *[first_failure(other).alias(f"reject_rule_{key}") for key, other in others.items()],
+    )
+    return {r["name"]: r.asDict() for r in df.collect()}
+
+
+@pytest.fixture(scope="module")
+def results(spark) -> dict[str, dict]:
+    reverse = f"rules.order=[{', '.join(REVERSED)}]"
+    out = scored(
+        spark,
+        ZH_EN,
+        config("zh-en", extra=EMOJI),
+        {
+            "reversed": config("zh-en", reverse, extra=EMOJI),
+            "url_first": config("zh-en", "rules.order=[url_email_html, identical]", extra=EMOJI),
+            "no_empty": config(
+                "zh-en",
+                f"rules.order=[{', '.join(r for r in RULE_NAMES if r != 'empty')}]",
+                extra=EMOJI,
+            ),
+            "min_chars_0": config("zh-en", "langid.min_chars=0", extra=EMOJI),
+        },
+    )
+    out |= scored(spark, RU_EN_CASES, config("ru-en"), {"reversed": config("ru-en", reverse)})
+    out |= scored(spark, EN_DE_CASES, config("en-de"), {"reversed": config("en-de", reverse)})
+    return out
+
+
+ALL = ZH_EN | RU_EN_CASES | EN_DE_CASES
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_rule_and_scores(results: dict, name: str) -> None:
+    _, _, rule, scores = ALL[name]
+    row = results[name]
+    assert row["reject_rule"] == rule, (row["failing"], row)
+    for column, value in scores.items():
+        if isinstance(value, float):
+            assert row[column] == pytest.approx(value), column
+        else:
+            assert row[column] == value, column
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_first_failure_follows_the_configured_order(results: dict, name: str) -> None:
+    row = results[name]
+    failing = row["failing"]
+    assert failing == [r for r in RULE_NAMES if r in failing]  # listed in default order
+    assert row["reject_rule"] == (failing[0] if failing else None)
+    # Reversing `rules.order` reports the last of the failing rules instead.
+    assert row["reject_rule_reversed"] == (failing[-1] if failing else None)
+
+
+def test_injected_cases_fail_exactly_where_expected(results: dict) -> None:
+    # A clean pair fails nothing; most injected faults trip only their own rule.
+    for name in ("clean_a", "clean_b", "clean_c", "clean_traditional", "mixed_width_brackets"):
+        assert results[name]["failing"] == [], name
+    single = [
+        "too_many_tokens",
+        "token_ratio_truncated",
+        "char_word_ratio",
+        "punct_share",
+        "unclosed_bracket",
+        "url",
+        "email",
+        "replacement_char",
+        "configured_pattern",
+        "langid_src_cantonese_real",
+        "langid_tgt_german",
+    ]
+    for name in single:
+        assert results[name]["failing"] == [ZH_EN[name][2]], name
+
+
+def test_order_override_decides_between_two_failures(results: dict) -> None:
+    row = results["identical_and_url"]
+    # (and, English in the zh column, char_word_ratio and langid_src)
+    assert row["failing"][:2] == ["identical", "url_email_html"]
+    assert row["reject_rule"] == "identical"
+    assert row["reject_rule_url_first"] == "url_email_html"
+
+
+def test_a_rule_left_out_of_the_order_is_never_reported(results: dict) -> None:
+    # Without `empty` in the order, the next failing rule is reported.
+    assert not any(r.get("reject_rule_no_empty") == "empty" for r in results.values())
+    src, tgt = results["empty_src"], results["empty_tgt"]
+    assert src["failing"][:2] == ["empty", "token_ratio"]  # 0 source tokens: ratio 0.0
+    assert src["token_ratio"] == 0.0
+    assert src["reject_rule_no_empty"] == "token_ratio"
+    # An empty English side fails nothing else (below min_chars, no letters to judge).
+    assert tgt["failing"] == ["empty"]
+    assert tgt["reject_rule_no_empty"] is None
+
+
+def test_short_text_is_checked_by_script_only_below_min_chars(results: dict) -> None:
+    row = results["short_target_script_only"]
+    assert row["tgt_lang"] == "en"
+    assert row["tgt_lang_prob"] == pytest.approx(0.289, abs=1e-3)
+    assert row["reject_rule"] is None
+    # With min_chars 0 the same stored scores reject it: fastText is unsure.
+    assert row["reject_rule_min_chars_0"] == "langid_tgt"
+
+
+def test_rule_names_and_scores_are_stored(results: dict) -> None:
+    columns = set(results["clean_a"])
+    expected = set(score_columns(config("zh-en")))
+    assert expected <= columns
+    assert set(rule_failures(config("zh-en"))) == set(RULE_NAMES)
