@@ -15,8 +15,7 @@ NBSP = "\u00a0"
 
 
 def native(spark, lines: list[str | None], langs: list[str]) -> dict[str, list[str | None]]:
-    """Normalize `lines` for each language in `langs`, one Spark job per language (three chains
-    in one projection would be too big a method for the JIT: see udfs/moses_punct.py)."""
+    """Normalize `lines` for each language in `langs` (one Spark job per language)."""
     df = spark.createDataFrame(list(enumerate(lines)), "i long, s string").cache()
     out = {}
     for lang in langs:
@@ -129,7 +128,7 @@ CORNERS = [
     'Er sagte "Nein."\n<b>',  # [^<] after the quote
     'Emoji after a quote: "ja."\U0001f600 and "ja."',  # a non-BMP char is one code point
     'Line ends on the quote: "ja."',
-    "\x1c\u2028 padded both ends \u3000\u00a0\u205f",  # str.strip() is Unicode; \z, not $
+    "\x1c\u2028 padded both ends \u3000\u00a0\u205f",  # str.strip() is Unicode, trim() not
     "trailing newline is whitespace too \n",
     "   ",
     "",
