@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import ConfigError, FilterConfig, load_config
-from jobs.ingest import InputError, read_input
+from jobs.ingest import InputError, read_input, union_all
 from jobs.lake import Flip, Lake, write_staged
 from jobs.runs import RunRecord, new_run_id
 from jobs.session import build_session, spark_sql_command
@@ -91,10 +91,7 @@ class FilterRun:
             frames.append(
                 read_input(self.spark, inp, self.cfg.pair, self.cfg.ingest.max_line_chars)
             )
-        raw = frames[0]
-        for frame in frames[1:]:
-            raw = raw.unionByName(frame)
-        return raw
+        return union_all(frames)
 
     def langid_model(self) -> str:
         path = self.cfg.langid.model

@@ -47,13 +47,13 @@ def read_input(spark: SparkSession, inp: InputConf, pair: str, max_line_chars: i
     elif fmt == "parquet":
         rows = read_parquet(spark, inp.paths)
     else:
-        rows = _union([read_tsv(spark, p, max_line_chars) for p in inp.paths])
+        rows = union_all([read_tsv(spark, p, max_line_chars) for p in inp.paths])
     rows = rows.withColumn("pair", F.lit(pair)).withColumn("corpus", F.lit(inp.corpus))
     row_id = F.xxhash64("pair", "corpus", "file", "line")
     return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
 
 
-def _union(frames: list[DataFrame]) -> DataFrame:
+def union_all(frames: list[DataFrame]) -> DataFrame:
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)

@@ -152,7 +152,7 @@ class Lake:
                 )
             self.spark.catalog.refreshTable(f"{self.database}.{flip.table}")
         for old in stale:  # superseded data of an earlier run of the same partition
-            if f"{self.root}/runs/" in old or "/runs/" in old:
+            if "/runs/" in old:  # only data this lake's runs wrote
                 self.delete(old)
 
 

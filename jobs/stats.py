@@ -83,8 +83,3 @@ def funnel(counts: Counts, sequence: list[tuple[str, str]]) -> str:
         share = kept / n_in if n_in else 0.0
         lines.append(f"  = kept {kept:>17,}  ({share:.1%})")
     return "\n".join(lines)
-
-
-def totals(counts: Counts) -> tuple[int, int]:
-    rows_in = sum(counts.rows_in.values())
-    return rows_in, sum(counts.clean.values())

@@ -1,6 +1,6 @@
 """Language-independent text normalization as Spark Column expressions (JVM, no Python).
 
-Each function takes and returns a Column; `normalize_side` chains the steps a config enables.
+Each function takes and returns a Column; `jobs.stages.jvm_normalize` chains the enabled ones.
 """
 
 from __future__ import annotations
@@ -9,114 +9,17 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 # Tags we strip. A closed list, so "if a<b then c>d" is left alone.
-HTML_TAGS = [
-    "a",
-    "abbr",
-    "address",
-    "article",
-    "aside",
-    "b",
-    "big",
-    "blockquote",
-    "body",
-    "br",
-    "caption",
-    "center",
-    "cite",
-    "code",
-    "col",
-    "dd",
-    "del",
-    "dfn",
-    "div",
-    "dl",
-    "dt",
-    "em",
-    "font",
-    "footer",
-    "form",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "head",
-    "header",
-    "hr",
-    "html",
-    "i",
-    "iframe",
-    "img",
-    "input",
-    "ins",
-    "kbd",
-    "label",
-    "li",
-    "link",
-    "main",
-    "mark",
-    "meta",
-    "nav",
-    "nobr",
-    "noscript",
-    "ol",
-    "option",
-    "p",
-    "pre",
-    "q",
-    "s",
-    "samp",
-    "script",
-    "section",
-    "select",
-    "small",
-    "source",
-    "span",
-    "strike",
-    "strong",
-    "style",
-    "sub",
-    "sup",
-    "table",
-    "tbody",
-    "td",
-    "textarea",
-    "tfoot",
-    "th",
-    "thead",
-    "title",
-    "tr",
-    "tt",
-    "u",
-    "ul",
-    "var",
-    "video",
-    "wbr",
-]
+HTML_TAG_WORDS = (
+    "a abbr address article aside b big blockquote body br caption center cite code col dd del "
+    "dfn div dl dt em font footer form h1 h2 h3 h4 h5 h6 head header hr html i iframe img input "
+    "ins kbd label li link main mark meta nav nobr noscript ol option p pre q s samp script "
+    "section select small source span strike strong style sub sup table tbody td textarea tfoot "
+    "th thead title tr tt u ul var video wbr"
+)
+HTML_TAGS = HTML_TAG_WORDS.split()
 # Block-level tags separate words; inline tags (<b>, <span>) do not.
-BLOCK_TAGS = [
-    "br",
-    "p",
-    "div",
-    "li",
-    "tr",
-    "td",
-    "th",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "hr",
-    "blockquote",
-    "table",
-    "ul",
-    "ol",
-    "dd",
-    "dt",
-]
+BLOCK_TAG_WORDS = "br p div li tr td th h1 h2 h3 h4 h5 h6 hr blockquote table ul ol dd dt"
+BLOCK_TAGS = BLOCK_TAG_WORDS.split()
 
 
 # Attributes must look like name=value, so prose such as "a<b then c>d" is not a tag.
