@@ -3,10 +3,11 @@
     python bench/filter_throughput.py [--pairs 1000000] [--master local[2]]
 
 Builds a TSV of real pairs from ../shared/data (WMT21-23 system outputs, zh-en and en-zh
-directions, repeated to --pairs), then times on the same session:
+directions, cycled to --pairs), then times on the same session:
   (a) a plain Spark copy: read the TSV, write Parquet;
   (b) the filter job's stages (ingest, normalize, rules, language ID, dedup) written as Parquet.
-Prints pairs/s per core for both, the ratio (b)/(a), and peak memory of driver + workers.
+Prints pairs/s per core for both, the ratio (b)/(a), and the peak resident memory of the
+whole process tree (driver, JVM, Python workers) sampled twice a second.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import itertools
-import resource
+import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -26,25 +28,77 @@ from jobs.ingest import read_input
 from jobs.session import build_session
 from jobs.stages import dedup, normalize_and_analyze, score_and_decide
 
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared/data/bitext"
 
 
-def build_corpus(path: Path, n_pairs: int) -> None:
-    src = SHARED / "wmt21-23-system-outputs/wmt21-23.zh-en.tsv.gz"
+def read_pairs(name: str, swap: bool) -> list[list[str]]:
+    src = SHARED / "wmt21-23-system-outputs" / name
     with gzip.open(src, "rt", encoding="utf-8") as f:
         next(f)  # header: year testset system seg_id src tgt
         pairs = [line.rstrip("\n").split("\t")[4:6] for line in f]
+    return [p[::-1] for p in pairs] if swap else pairs
+
+
+def build_corpus(path: Path, n_pairs: int) -> None:
+    pairs = read_pairs("wmt21-23.zh-en.tsv.gz", False) + read_pairs("wmt21-23.en-zh.tsv.gz", True)
+    print(f"{len(pairs):,} distinct lines of real zh-en pairs, cycled to {n_pairs:,}", flush=True)
     with open(path, "w", encoding="utf-8") as out:
         for zh, en in itertools.islice(itertools.cycle(pairs), n_pairs):
             out.write(f"{zh}\t{en}\n")
 
 
-def timed(label: str, action) -> float:
-    start = time.perf_counter()
-    action()
-    seconds = time.perf_counter() - start
-    print(f"{label}: {seconds:.1f} s", flush=True)
-    return seconds
+def tree_rss_bytes(root_pid: int) -> int:
+    """Resident memory of a process and all its descendants (JVM, Python workers), from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while we looked
+        pid = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(pid)  # fields[1] is the parent pid
+        rss[pid] = int(fields[21]) * PAGE_BYTES  # fields[21] is rss in pages
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+class PeakMemory:
+    """Samples the process tree's RSS twice a second in a background thread."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.peak = max(self.peak, tree_rss_bytes(os.getpid()))
+
+    def __enter__(self) -> PeakMemory:
+        self.peak = tree_rss_bytes(os.getpid())
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._stop.clear()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def timed(label: str, action) -> tuple[float, int]:
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        action()
+        seconds = time.perf_counter() - start
+    print(f"{label}: {seconds:.1f} s, peak RSS {memory.peak / 2**30:.2f} GiB", flush=True)
+    return seconds, memory.peak
 
 
 def main() -> None:
@@ -76,18 +130,14 @@ def main() -> None:
             "overwrite"
         ).partitionBy("outcome").parquet(str(work / "filtered"))
 
-    t_copy = timed("plain copy", copy)
-    t_filter = timed("filter stages", filter_job)
+    t_copy, _ = timed("plain copy", copy)
+    t_filter, peak = timed("filter stages", filter_job)
     n = args.pairs
     print(f"pairs: {n:,} on {args.master}")
     print(f"copy:   {n / t_copy / cores:,.0f} pairs/s per core")
     print(f"filter: {n / t_filter / cores:,.0f} pairs/s per core")
     print(f"ratio filter/copy time: {t_filter / t_copy:.2f}")
-    peak = (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    )
-    print(f"peak RSS (driver python + children, KiB): {peak:,}")
+    print(f"peak RSS during the filter (driver, JVM, Python workers): {peak / 2**30:.2f} GiB")
 
 
 if __name__ == "__main__":

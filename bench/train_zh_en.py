@@ -56,11 +56,14 @@ def split(pairs, n_test: int, n_dev: int, seed: int):
     idx = list(range(len(pairs)))
     rng.shuffle(idx)
     test = [pairs[i] for i in idx[:n_test]]
-    dev = [pairs[i] for i in idx[n_test:n_test + n_dev]]
+    dev = [pairs[i] for i in idx[n_test : n_test + n_dev]]
     held_zh = {z for z, _ in test + dev}
     held_en = {e for _, e in test + dev}
-    train = [pairs[i] for i in idx[n_test + n_dev:]
-             if pairs[i][0] not in held_zh and pairs[i][1] not in held_en]
+    train = [
+        pairs[i]
+        for i in idx[n_test + n_dev :]
+        if pairs[i][0] not in held_zh and pairs[i][1] not in held_en
+    ]
     return train, dev, test
 
 
@@ -72,8 +75,9 @@ def write_pair(path_prefix: Path, pairs) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--workdir", default="/tmp/sluice-bench-zh-en")
     ap.add_argument("--threads", type=int, default=1)
@@ -108,27 +112,50 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     pairs = load_pairs()
     train, dev, test = split(pairs, 500, 300, seed=1)
-    progress(f"{len(pairs):,} unique pairs: train {len(train):,}, dev {len(dev)}, "
-             f"test {len(test)} (held-out sides removed from train)")
+    progress(
+        f"{len(pairs):,} unique pairs: train {len(train):,}, dev {len(dev)}, "
+        f"test {len(test)} (held-out sides removed from train)"
+    )
     train_files = write_pair(work / "train", train)
     dev_files = write_pair(work / "dev", dev)
     write_pair(work / "test", test)
 
     enc, dec = (int(x) for x in args.layers.split("-"))
-    cfg = from_dict({
-        "run_dir": str(work / "run"), "seed": 1,
-        "data": {"train": [{"paths": train_files, "format": "moses"}],
-                 "dev": {"paths": dev_files, "format": "moses"}, "dev_size": 300,
-                 "src_lang": "zh", "tgt_lang": "en", "max_len": 64},
-        "vocab": {"size": args.vocab, "tags": ["zh", "en"]},
-        "model": {"d_model": args.d_model, "ffn_dim": 4 * args.d_model,
-                  "heads": max(1, args.d_model // 64), "encoder_layers": enc,
-                  "decoder_layers": dec, "dropout": 0.1, "max_positions": 256},
-        "optim": {"lr": args.lr, "warmup_steps": args.warmup},
-        "train": {"max_tokens": args.max_tokens, "max_steps": 10**9,
-                  "max_minutes": args.minutes, "save_every": args.eval_every, "keep_last": 3,
-                  "eval_every": args.eval_every, "log_every": 50, "threads": args.threads},
-    })
+    cfg = from_dict(
+        {
+            "run_dir": str(work / "run"),
+            "seed": 1,
+            "data": {
+                "train": [{"paths": train_files, "format": "moses"}],
+                "dev": {"paths": dev_files, "format": "moses"},
+                "dev_size": 300,
+                "src_lang": "zh",
+                "tgt_lang": "en",
+                "max_len": 64,
+            },
+            "vocab": {"size": args.vocab, "tags": ["zh", "en"]},
+            "model": {
+                "d_model": args.d_model,
+                "ffn_dim": 4 * args.d_model,
+                "heads": max(1, args.d_model // 64),
+                "encoder_layers": enc,
+                "decoder_layers": dec,
+                "dropout": 0.1,
+                "max_positions": 256,
+            },
+            "optim": {"lr": args.lr, "warmup_steps": args.warmup},
+            "train": {
+                "max_tokens": args.max_tokens,
+                "max_steps": 10**9,
+                "max_minutes": args.minutes,
+                "save_every": args.eval_every,
+                "keep_last": 3,
+                "eval_every": args.eval_every,
+                "log_every": 50,
+                "threads": args.threads,
+            },
+        }
+    )
     summary = run(cfg)
     run_dir = Path(cfg.run_dir)
 
@@ -140,8 +167,10 @@ def main() -> int:
     tok = sum(int(r["tgt_tokens"]) for r in rows)
     secs = sum(int(r["tgt_tokens"]) / float(r["tgt_tokens_per_s"]) for r in rows)
     with open(run_dir / "dev_log.csv", encoding="utf-8") as fh:
-        curve = [{k: r[k] for k in ("step", "elapsed_s", "dev_nll", "bleu", "chrf")}
-                 for r in csv.DictReader(fh)]
+        curve = [
+            {k: r[k] for k in ("step", "elapsed_s", "dev_nll", "bleu", "chrf")}
+            for r in csv.DictReader(fh)
+        ]
 
     # average, pick by dev BLEU, export
     ckpts = ck.list_checkpoints(run_dir / "checkpoints")
@@ -163,14 +192,23 @@ def main() -> int:
     ct2_int8 = export(best, work / "ct2-int8", quantization="int8", force=True)
 
     test_src, test_ref = [z for z, _ in test], [e for _, e in test]
-    results: dict = {"data": {"train": len(train), "dev": len(dev), "test": len(test)},
-                     "model": cfg.model.model_dump(), "threads": args.threads,
-                     "params_M": round(model.num_parameters() / 1e6, 2),
-                     "training": {"steps": summary["step"], "wall_s": round(summary["elapsed_s"]),
-                                  "tgt_tokens": summary["tokens_seen"],
-                                  "tgt_tokens_per_s": round(tok / max(secs, 1e-9), 1)},
-                     "dev_curve": curve, "dev_last": dev_last, "dev_avg3": dev_avg,
-                     "exported": best_name, "test": {}}
+    results: dict = {
+        "data": {"train": len(train), "dev": len(dev), "test": len(test)},
+        "model": cfg.model.model_dump(),
+        "threads": args.threads,
+        "params_M": round(model.num_parameters() / 1e6, 2),
+        "training": {
+            "steps": summary["step"],
+            "wall_s": round(summary["elapsed_s"]),
+            "tgt_tokens": summary["tokens_seen"],
+            "tgt_tokens_per_s": round(tok / max(secs, 1e-9), 1),
+        },
+        "dev_curve": curve,
+        "dev_last": dev_last,
+        "dev_avg3": dev_avg,
+        "exported": best_name,
+        "test": {},
+    }
 
     # decoding speed: torch greedy vs CTranslate2 greedy, same sentences, same threads
     max_len = 64
@@ -179,7 +217,7 @@ def main() -> int:
     t0 = time.perf_counter()
     torch_out: list[list[int]] = [[] for _ in ids]
     for start in range(0, len(order), 32):
-        chunk = order[start:start + 32]
+        chunk = order[start : start + 32]
         hyps = greedy(model, pad_sources([ids[i] for i in chunk]), max_len)
         for i, h in zip(chunk, hyps, strict=True):
             torch_out[i] = h
@@ -195,8 +233,10 @@ def main() -> int:
         t0 = time.perf_counter()
         b = tr.translate(test_src, beam_size=4, max_decoding_length=max_len, max_batch_size=32)
         t_b = time.perf_counter() - t0
-        same = sum([vocab.sp.piece_to_id(p) for p in x.tokens] == h
-                   for x, h in zip(g, torch_out, strict=True))
+        same = sum(
+            [vocab.sp.piece_to_id(p) for p in x.tokens] == h
+            for x, h in zip(g, torch_out, strict=True)
+        )
         results["test"][name] = {
             "greedy": bleu_chrf([x.text for x in g], test_ref, "en"),
             "beam4": bleu_chrf([x.text for x in b], test_ref, "en"),
@@ -205,20 +245,35 @@ def main() -> int:
             "greedy_identical_to_torch": f"{same}/{len(test_src)}",
         }
         (work / f"test.ct2-{name}.beam4.en").write_text(
-            "".join(x.text + "\n" for x in b), encoding="utf-8")
+            "".join(x.text + "\n" for x in b), encoding="utf-8"
+        )
     torch_text = [vocab.decode_target(h) for h in torch_out]
-    results["test"]["torch"] = {"greedy": bleu_chrf(torch_text, test_ref, "en"),
-                                "greedy_tgt_tokens_per_s": round(n_torch / t_torch, 1)}
+    results["test"]["torch"] = {
+        "greedy": bleu_chrf(torch_text, test_ref, "en"),
+        "greedy_tgt_tokens_per_s": round(n_torch / t_torch, 1),
+    }
     results["ct2_vs_torch_greedy_speed"] = {
-        name: round(results["test"][name]["greedy_tgt_tokens_per_s"]
-                    / results["test"]["torch"]["greedy_tgt_tokens_per_s"], 2)
-        for name in ("fp32", "int8")}
-    results["examples"] = [{"src": test_src[i], "ref": test_ref[i],
-                            "ct2_beam4": (work / "test.ct2-fp32.beam4.en").read_text(
-                                encoding="utf-8").splitlines()[i]} for i in range(0, 50, 7)]
+        name: round(
+            results["test"][name]["greedy_tgt_tokens_per_s"]
+            / results["test"]["torch"]["greedy_tgt_tokens_per_s"],
+            2,
+        )
+        for name in ("fp32", "int8")
+    }
+    results["examples"] = [
+        {
+            "src": test_src[i],
+            "ref": test_ref[i],
+            "ct2_beam4": (work / "test.ct2-fp32.beam4.en")
+            .read_text(encoding="utf-8")
+            .splitlines()[i],
+        }
+        for i in range(0, 50, 7)
+    ]
     results["load_average"] = os.getloadavg()
-    (work / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
-                                       encoding="utf-8")
+    (work / "results.json").write_text(
+        json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     print(json.dumps(results, indent=2, ensure_ascii=False))
     return 0
 

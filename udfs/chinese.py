@@ -20,6 +20,7 @@ CJK = r"\u2E80-\u2FFF\u3001-\u303F\u3040-\u30FF\u3400-\u4DBF\u4E00-\u9FFF\uF900-
 # Punctuation outside those blocks that Chinese text uses: · — ‘ ’ “ ” …
 CHINESE_MARKS = r"\u00B7\u2014\u2018\u2019\u201C\u201D\u2026"
 CONTEXT = CJK + CHINESE_MARKS
+FULLWIDTH = re.compile("[\uff01-\uff5e\u3000]")
 KEPT_PUNCT = re.compile(rf"(?<=[{CONTEXT}])[{CHINESE_PUNCT}]+|[{CHINESE_PUNCT}]+(?=[{CONTEXT}])")
 
 
@@ -35,7 +36,7 @@ def to_simplified(text: str) -> str:
 
 def fullwidth_to_halfwidth(text: str) -> str:
     """ASCII-range full-width forms become ASCII, except Chinese punctuation next to Chinese."""
-    if not any("\uff01" <= ch <= "\uff5e" or ch == "\u3000" for ch in text):
+    if not FULLWIDTH.search(text):
         return text
     out = text.translate(FULLWIDTH_TABLE)  # one code point for one: positions still match
     kept = {i for m in KEPT_PUNCT.finditer(text) for i in range(*m.span())}

@@ -1,6 +1,6 @@
 """Language-independent text normalization as Spark Column expressions (JVM, no Python).
 
-Each function takes and returns a Column; `jobs.stages.jvm_normalize` chains the enabled ones.
+Each function takes and returns a Column; `jobs.stages.jvm_steps` lists the enabled ones.
 """
 
 from __future__ import annotations
@@ -42,7 +42,10 @@ INVISIBLE = (
     r"\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F]"
 )
 # Java's \s is ASCII-only; add NEL and the Unicode spaces (NBSP, ideographic space, ...).
-WHITESPACE = r"[\s\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+"
+SPACE_CLASS = r"\s\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+# What collapse_whitespace rewrites: runs of two or more, or one that is not a plain space.
+# A lone " " is left unmatched, so a line that is already clean costs a scan, not a rewrite.
+WHITESPACE = rf"[{SPACE_CLASS}]{{2,}}|[{SPACE_CLASS}&&[^ ]]"
 
 
 def unescape_entities(col: Column) -> Column:

@@ -22,7 +22,8 @@ URL_EMAIL_HTML = (
     rf"|</?[a-z][a-z0-9]*{ATTRIBUTES}/?>"
     r"|&(?:[a-z]+|#\d+|#x[0-9a-f]+);"
 )
-PUNCT = r"[\p{P}\p{S}]"
+URL_EMAIL_HTML_GUARD = r"[:@<&]|(?i:www\.)"  # every match of URL_EMAIL_HTML has one of these
+PUNCT = r"[\p{P}\p{S}]+"
 # The script a language is written in (Java regex classes); Latin unless listed.
 SCRIPTS = {
     "zh": r"\p{IsHan}",
@@ -40,15 +41,32 @@ SCRIPTS = {
     "th": r"\p{IsThai}",
     "hi": r"\p{IsDevanagari}",
 }
+# The script's most common letters as plain ranges: Java tests a class's parts in order, and a
+# range test is far cheaper than a script lookup (\p{IsLatin} is a binary search per char).
+COMMON_LETTERS = {
+    "zh": r"\u4E00-\u9FFF",
+    "ja": r"\u3041-\u3096\u30A1-\u30FA\u4E00-\u9FFF",
+    "ru": r"\u0410-\u044F",
+    "uk": r"\u0410-\u044F",
+    "bg": r"\u0410-\u044F",
+    "sr": r"\u0410-\u044F",
+    "kk": r"\u0410-\u044F",
+    "ko": r"\uAC00-\uD7A3",
+}
 
 
 def script_share(col: Column, lang: str) -> Column:
     """Letters in `lang`'s script over those letters plus the runs (words) of other letters,
     so a Chinese line with two English names ("Tom 不想让Mary走") still scores 4/6."""
     script = SCRIPTS.get(lang, r"\p{IsLatin}").strip("[]")
-    in_script = F.length(F.regexp_replace(col, f"[^{script}]", ""))
-    foreign_runs = F.regexp_count(col, F.lit(f"[\\p{{L}}&&[^{script}]]+"))
-    return F.when(in_script + foreign_runs > 0, in_script / (in_script + foreign_runs))
+    common = COMMON_LETTERS.get(lang, "a-zA-Z" if lang not in SCRIPTS else "")
+    # Non-letters are dropped by the cheap \p{L}\p{Nl} test before any script lookup.
+    in_script = F.length(F.regexp_replace(col, f"[^{common}[\\p{{L}}\\p{{Nl}}&&[{script}]]]+", ""))
+    foreign_runs = F.regexp_count(col, F.lit(f"[^{common}\\P{{L}}{script}]+"))  # other letters
+    share = F.when(in_script + foreign_runs > 0, in_script / (in_script + foreign_runs))
+    # An ASCII-only line (most English) has only Latin letters: 1 for Latin, else 0.
+    ascii_share = F.when(col.rlike("[a-zA-Z]"), F.lit(0.0 if lang in SCRIPTS else 1.0))
+    return F.when(~col.rlike("[^\\x00-\\x7F]"), ascii_share).otherwise(share)
 
 
 def count_chars(col: Column, chars: str) -> Column:
@@ -77,12 +95,14 @@ def punct_share(col: Column) -> Column:
     return F.when(chars > 0, punct / chars)
 
 
-def first_match(src: Column, tgt: Column, pattern: str) -> Column:
-    """The first text matching `pattern` on the source side, else the target side, else null."""
+def first_match(src: Column, tgt: Column, pattern: str, guard: str) -> Column:
+    """The first text matching `pattern` on the source side, else the target side, else null.
+    `guard` (a cheap regex every match contains) spares most lines the full pattern."""
 
     def extract(col: Column) -> Column:
         found = F.regexp_extract(col, f"({pattern})", 1)
-        return F.when(found != "", found)
+        # Nested, not `guard & found`: Spark would evaluate a `found` used twice up front.
+        return F.when(col.rlike(guard), F.when(found != "", found))
 
     return F.coalesce(extract(src), extract(tgt))
 
@@ -100,7 +120,9 @@ def score_columns(cfg: FilterConfig) -> dict[str, Column]:
     return {
         "src_chars": F.length(src),
         "tgt_chars": F.length(tgt),
-        "identical": F.lower(src) == F.lower(tgt),
+        # Lowercasing keeps a line's length (outside a few letters such as U+0130), so the
+        # length test spares nearly every row the two lower() calls.
+        "identical": (F.length(src) == F.length(tgt)) & (F.lower(src) == F.lower(tgt)),
         "src_tokens": src_tokens,
         "tgt_tokens": tgt_tokens,
         "src_max_word_chars": F.col("src_a.max_token_chars"),
@@ -111,7 +133,7 @@ def score_columns(cfg: FilterConfig) -> dict[str, Column]:
         "src_punct_share": punct_share(src),
         "tgt_punct_share": punct_share(tgt),
         "bracket_mismatch": bracket_mismatch(src) + bracket_mismatch(tgt),
-        "url_email_html": first_match(src, tgt, URL_EMAIL_HTML),
+        "url_email_html": first_match(src, tgt, URL_EMAIL_HTML, URL_EMAIL_HTML_GUARD),
         "special_chars": special_match(src, tgt, cfg.rules.special_patterns),
         "src_script_share": script_share(src, src_lang),
         "tgt_script_share": script_share(tgt, tgt_lang),

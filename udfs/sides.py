@@ -43,22 +43,24 @@ def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
     normalized = [normalize_text(texts[i], opts) for i in present]
     tokens = [tokenize(t, opts.lang) for t in normalized]
     langs, probs = identify(opts.langid_model, normalized) if normalized else ([], [])
-    out = pd.DataFrame(
+
+    def column(values: list, dtype: str | type) -> pd.Series:
+        if len(present) < len(texts):  # put the values back among the nulls
+            spread: list = [None] * len(texts)
+            for i, value in zip(present, values, strict=True):
+                spread[i] = value
+            values = spread
+        return pd.Series(values, dtype=dtype)
+
+    return pd.DataFrame(
         {
-            "text": pd.Series([None] * len(texts), dtype=object),
-            "n_tokens": pd.Series([None] * len(texts), dtype="Int32"),
-            "max_token_chars": pd.Series([None] * len(texts), dtype="Int32"),
-            "lang": pd.Series([None] * len(texts), dtype=object),
-            "lang_prob": pd.Series([None] * len(texts), dtype="Float32"),
+            "text": column(normalized, object),
+            "n_tokens": column([len(t) for t in tokens], "Int32"),
+            "max_token_chars": column([max(map(len, t), default=0) for t in tokens], "Int32"),
+            "lang": column(langs, object),
+            "lang_prob": column(probs, "Float32"),
         }
     )
-    if present:
-        out.loc[present, "text"] = normalized
-        out.loc[present, "n_tokens"] = [len(t) for t in tokens]
-        out.loc[present, "max_token_chars"] = [max(map(len, t), default=0) for t in tokens]
-        out.loc[present, "lang"] = langs
-        out.loc[present, "lang_prob"] = probs
-    return out
 
 
 def side_analyzer(opts: SideOptions) -> Callable[[Column], Column]:
