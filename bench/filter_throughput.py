@@ -6,8 +6,10 @@ Builds a TSV of real pairs from ../shared/data (WMT21-23 system outputs, zh-en a
 directions, cycled to --pairs), then times on the same session:
   (a) a plain Spark copy: read the TSV, write Parquet;
   (b) the filter job's stages (ingest, normalize, rules, language ID, dedup) written as Parquet.
-Prints pairs/s per core for both, the ratio (b)/(a), and the peak resident memory of the
-whole process tree (driver, JVM, Python workers) sampled twice a second.
+Also times (c) the per-side library calls alone (OpenCC, jieba, fastText) in this process,
+the ceiling for one core. Prints pairs/s per core for (a) and (b), the ratio (b)/(a), and
+the peak resident memory of the whole process tree (driver, JVM, Python workers), sampled
+twice a second.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from jobs.config import InputConf, load_config
 from jobs.ingest import read_input
 from jobs.session import build_session
 from jobs.stages import dedup, normalize_and_analyze, score_and_decide
+from udfs.sides import SideOptions, analyze_texts
 
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared/data/bitext"
@@ -101,6 +104,19 @@ def timed(label: str, action) -> tuple[float, int]:
     return seconds, memory.peak
 
 
+def library_floor(corpus: Path, model: str, n: int = 50_000) -> float:
+    """Pairs/s of the per-side library work alone, in this process, no Spark: the ceiling for
+    one core of any job that runs OpenCC, jieba and fastText on both sides."""
+    with open(corpus, encoding="utf-8") as f:
+        pairs = [line.rstrip("\n").split("\t") for line in itertools.islice(f, n)]
+    zh, en = [p[0] for p in pairs], [p[1] for p in pairs]
+    analyze_texts(zh[:100], SideOptions("zh", model))  # load the models outside the clock
+    start = time.perf_counter()
+    analyze_texts(zh, SideOptions("zh", model))
+    analyze_texts(en, SideOptions("en", model))
+    return len(pairs) / (time.perf_counter() - start)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=1_000_000)
@@ -130,6 +146,7 @@ def main() -> None:
             "overwrite"
         ).partitionBy("outcome").parquet(str(work / "filtered"))
 
+    floor = library_floor(corpus, model)
     t_copy, _ = timed("plain copy", copy)
     t_filter, peak = timed("filter stages", filter_job)
     n = args.pairs
@@ -137,6 +154,7 @@ def main() -> None:
     print(f"copy:   {n / t_copy / cores:,.0f} pairs/s per core")
     print(f"filter: {n / t_filter / cores:,.0f} pairs/s per core")
     print(f"ratio filter/copy time: {t_filter / t_copy:.2f}")
+    print(f"library calls alone (OpenCC, jieba, fastText; one process): {floor:,.0f} pairs/s")
     print(f"peak RSS during the filter (driver, JVM, Python workers): {peak / 2**30:.2f} GiB")
 
 

@@ -136,6 +136,49 @@ class LangidConf(Strict):
         return self.accept.get(lang, [lang])
 
 
+class AlignConf(Strict):
+    """Word-alignment scoring (udfs/align.py): trained on a sample of the run's clean pairs."""
+
+    enabled: bool = False
+    min_coverage: float = 0.6  # ZengHuiMT WMT: drop pairs whose lexical coverage is below 0.6
+    sample_pairs: int = 200_000  # clean pairs the aligner is trained on
+    model_dir: str | None = None  # reuse a trained model; default: train one into the lake
+
+
+class EncoderConf(Strict):
+    backend: Literal["use", "sentence-transformers"]
+    model: str  # a file/directory path (or a name already in the local Hugging Face cache)
+    batch_size: int = 256
+    min_cosine: float
+    min_cosine_by_pair: dict[str, float] = Field(default_factory=dict)
+    min_margin: float | None = None  # only used when embedding.margin_k > 0
+
+    def min_cosine_for(self, pair: str) -> float:
+        return self.min_cosine_by_pair.get(pair, self.min_cosine)
+
+
+class EmbeddingConf(Strict):
+    """Sentence-embedding similarity of the two sides (udfs/embed.py)."""
+
+    enabled: bool = False
+    encoder: str = "use-multilingual"  # a key of `encoders`
+    encoders: dict[str, EncoderConf] = Field(default_factory=dict)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    margin_k: int = 0  # >0: also a ratio-margin score over k nearest neighbours
+
+    @model_validator(mode="after")
+    def known_encoder(self) -> EmbeddingConf:
+        if self.enabled and self.encoder not in self.encoders:
+            raise ValueError(
+                f"embedding.encoder {self.encoder!r} is not one of {sorted(self.encoders)}"
+            )
+        return self
+
+    @property
+    def chosen(self) -> EncoderConf:
+        return self.encoders[self.encoder]
+
+
 class FilterConfig(Strict):
     pair: str | None = None
     lake: LakeConf = LakeConf()
@@ -146,6 +189,8 @@ class FilterConfig(Strict):
     dedup: DedupConf = DedupConf()
     rules: RulesConf = RulesConf()
     langid: LangidConf = LangidConf()
+    align: AlignConf = AlignConf()
+    embedding: EmbeddingConf = EmbeddingConf()
 
     @field_validator("pair")
     @classmethod

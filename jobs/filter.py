@@ -3,8 +3,9 @@
     spark-submit jobs/filter.py --config conf/zh-en.yaml
     spark-submit jobs/filter.py --pair zh-en --corpus news --input raw/news.zh raw/news.en
 
-Stages: ingest -> normalize -> rules + language ID (scores stored) -> dedup. Every input
-row ends in exactly one of clean or rejected; the run checks that before it commits.
+Stages: ingest -> normalize -> rules + language ID (scores stored) -> dedup -> word alignment
+-> embedding similarity (the last two when enabled). Every input row ends in exactly one of
+clean or rejected; the run checks that before it commits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pyspark.sql import functions as F
 from jobs.config import ConfigError, FilterConfig, load_config
 from jobs.ingest import InputError, read_input, union_all
 from jobs.lake import Flip, Lake, write_staged
+from jobs.pair_scores import align_stage, embed_stage, train_aligner
 from jobs.runs import RunRecord, new_run_id
 from jobs.session import build_session, spark_sql_command
 from jobs.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
@@ -94,11 +96,40 @@ class FilterRun:
         return union_all(frames)
 
     def langid_model(self) -> str:
-        path = self.cfg.langid.model
+        return self.model_path(self.cfg.langid.model)
+
+    def model_path(self, path: str) -> str:
+        """A model file or directory as executors see it: a local one is shipped to them."""
         if os.path.exists(path):
-            self.spark.sparkContext.addFile(os.path.abspath(path))  # ship to executors
+            self.spark.sparkContext.addFile(os.path.abspath(path), recursive=os.path.isdir(path))
             return os.path.abspath(path)
-        return path  # already on the executors (image or --files)
+        return path  # already on the executors (image or --files), or a lake path
+
+    def pair_scores(self, decided: DataFrame) -> DataFrame:
+        """Word alignment and embedding similarity on the rows the rules and dedup kept."""
+        cfg = self.cfg
+        if not (cfg.align.enabled or cfg.embedding.enabled):
+            return decided
+        # Staged once, so sampling for the aligner does not recompute the stages before it.
+        write_staged(decided, f"{self.dir}/stage_rules", [])
+        decided = self.spark.read.parquet(f"{self.dir}/stage_rules")
+        if cfg.align.enabled:
+            model_dir = cfg.align.model_dir
+            if model_dir is None:
+                log(f"training the word aligner on up to {cfg.align.sample_pairs:,} clean pairs")
+                model_dir = train_aligner(
+                    decided,
+                    cfg,
+                    f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}",
+                    self.lake.copy_from_local,
+                )
+            log(f"word alignment scores (model {model_dir})")
+            decided = align_stage(decided, cfg, self.lake.local_or_uri(model_dir))
+        if cfg.embedding.enabled:
+            enc = cfg.embedding.chosen
+            log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
+            decided = embed_stage(decided, cfg, self.model_path(enc.model))
+        return decided
 
     def execute(self, raw: DataFrame) -> list[Flip]:
         log("writing bitext_raw")
@@ -110,9 +141,11 @@ class FilterRun:
             score_and_decide(normalize_and_analyze(raw, self.cfg, self.langid_model()), self.cfg),
             self.cfg,
         )
+        decided = self.pair_scores(decided)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
         write_staged(decided, f"{self.dir}/bitext", ["pair", "corpus", "outcome"])
+        self.lake.delete(f"{self.dir}/stage_rules")  # the pair scorers' input, if staged
 
         decided = self.spark.read.parquet(f"{self.dir}/bitext")
         counts = count_outcomes(raw, decided)

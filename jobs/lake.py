@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from jobs.session import lake_uri
+from jobs.session import is_local_path, lake_uri, local_path
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,10 @@ class Lake:
     def _fs(self, path: str):
         return self._Path(path).getFileSystem(self._hconf)
 
+    def qualified_path(self, path: str) -> str:
+        """One spelling per location: the catalog says `file:/x`, the job `file:///x`."""
+        return self._fs(path).makeQualified(self._Path(path)).toString().rstrip("/")
+
     def exists(self, path: str) -> bool:
         return self._fs(path).exists(self._Path(path))
 
@@ -63,6 +67,14 @@ class Lake:
 
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
+
+    def copy_from_local(self, local_dir: str, path: str) -> None:
+        """Copy a local file or directory into the lake (any Hadoop file system)."""
+        self._fs(path).copyFromLocalFile(False, True, self._Path(local_dir), self._Path(path))
+
+    def local_or_uri(self, path: str) -> str:
+        """A plain path for a lake on the local disk (what Python libraries open), else the URI."""
+        return local_path(path) if is_local_path(path) else path
 
     def write_text(self, path: str, text: str) -> None:
         out = self._fs(path).create(self._Path(path), True)
@@ -139,7 +151,7 @@ class Lake:
             name, spec = self.qualified(flip.table), partition_spec(flip.partition)
             if self.has_partition(flip.table, flip.partition):
                 old = self.partition_location(flip.table, flip.partition)
-                if old and old.rstrip("/") != flip.location.rstrip("/"):
+                if old and self.qualified_path(old) != self.qualified_path(flip.location):
                     stale.append(old)
                 self.spark.sql(
                     f"ALTER TABLE {name} PARTITION ({spec}) "

@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig, NormalizeConf
+from jobs.pair_scores import pair_score_sequence
 from udfs import normalize as N
 from udfs.dedup import dedup_key
 from udfs.moses_punct import moses_punct_normalize
@@ -117,4 +118,5 @@ def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
         dedup_rules.append("duplicate_source")
     if cfg.dedup.enabled and cfg.dedup.target_side:
         dedup_rules.append("duplicate_target")
-    return [("ingest", e) for e in INGEST_ERRORS] + rules + [("dedup", r) for r in dedup_rules]
+    ingest = [("ingest", e) for e in INGEST_ERRORS]
+    return ingest + rules + [("dedup", r) for r in dedup_rules] + pair_score_sequence(cfg)

@@ -163,7 +163,9 @@ def rule_failures(cfg: FilterConfig) -> dict[str, Column]:
         return (c(f"{side}_script_share") < lid.min_script_share) | (long_enough & (wrong | unsure))
 
     return {
-        "empty": (c("src_chars") == 0) | (c("tgt_chars") == 0),
+        # A null side (Parquet input can hold nulls) is empty too, so it cannot pass as clean.
+        "empty": (F.coalesce(c("src_chars"), F.lit(0)) == 0)
+        | (F.coalesce(c("tgt_chars"), F.lit(0)) == 0),
         "identical": c("identical"),
         "too_many_tokens": F.greatest("src_tokens", "tgt_tokens") > r.max_tokens,
         "long_word": F.greatest("src_max_word_chars", "tgt_max_word_chars") > r.max_word_chars,

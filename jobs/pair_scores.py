@@ -1,0 +1,89 @@
+"""Pair scorers that run after the rules and dedup, on the rows still alive: word alignment,
+then sentence-embedding similarity (the most expensive scorer sees the fewest rows).
+
+Score, then decide: each stage adds its score columns (null on rows already rejected) and
+rejects the rows under its threshold with its own stage and rule name.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from jobs.config import FilterConfig
+
+ALIGN_RULES = [("align", "align_coverage")]
+EMBED_RULES = [("embed", "embed_cosine"), ("embed", "embed_margin")]
+
+
+def alive() -> Column:
+    return F.col("reject_rule").isNull()
+
+
+def reject_where(df: DataFrame, failing: Column, stage: str, rule: str) -> DataFrame:
+    """Reject alive rows where `failing` is true (null counts as passing)."""
+    hit = alive() & F.coalesce(failing, F.lit(False))
+    return df.withColumn(
+        "reject_stage", F.when(hit, stage).otherwise(F.col("reject_stage"))
+    ).withColumn("reject_rule", F.when(hit, rule).otherwise(F.col("reject_rule")))
+
+
+def pair_score_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
+    """(stage, rule) of the enabled pair scorers, in the order rows meet them."""
+    rules = list(ALIGN_RULES) if cfg.align.enabled else []
+    if cfg.embedding.enabled:
+        rules.append(EMBED_RULES[0])
+        if cfg.embedding.margin_k > 0 and cfg.embedding.chosen.min_margin is not None:
+            rules.append(EMBED_RULES[1])
+    return rules
+
+
+def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, str]]:
+    """Up to `n` alive pairs, drawn uniformly (deterministic for the same data and seed)."""
+    pairs = df.where(alive()).select("src", "tgt")
+    total = pairs.count()
+    if total == 0:
+        return []
+    fraction = min(1.0, 1.2 * n / total)  # a little over, then cut: sample() is approximate
+    rows = pairs.sample(fraction=fraction, seed=seed).limit(n).collect()
+    return [(r.src, r.tgt) for r in rows]
+
+
+def train_aligner(df: DataFrame, cfg: FilterConfig, lake_dir: str, copy_to_lake) -> str:
+    """Train the aligner on a sample of the alive rows; the model lands in `lake_dir`."""
+    from udfs.align import train_alignment
+
+    src_lang, tgt_lang = cfg.langs
+    sample = training_sample(df, cfg.align.sample_pairs)
+    if not sample:
+        raise RuntimeError("no clean pairs to train the word aligner on")
+    with tempfile.TemporaryDirectory(prefix="sluice-align-") as tmp:
+        local = train_alignment(sample, src_lang, tgt_lang, os.path.join(tmp, "model"))
+        copy_to_lake(local, lake_dir)
+    return lake_dir
+
+
+def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str) -> DataFrame:
+    from udfs.align import add_alignment_scores
+
+    src_lang, tgt_lang = cfg.langs
+    df = add_alignment_scores(df, model_dir, src_lang, tgt_lang, alive())
+    low = F.col("align_coverage") < cfg.align.min_coverage
+    return reject_where(df, low, *ALIGN_RULES[0])
+
+
+def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
+    """`model` is the encoder's model path as the executors see it."""
+    from udfs.embed import EncoderSpec, add_embedding_scores
+
+    emb = cfg.embedding
+    enc = emb.chosen
+    spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
+    df = add_embedding_scores(df, spec, alive(), emb.margin_k)
+    df = reject_where(df, F.col("embed_cosine") < enc.min_cosine_for(cfg.pair), *EMBED_RULES[0])
+    if emb.margin_k > 0 and enc.min_margin is not None:
+        df = reject_where(df, F.col("embed_margin") < enc.min_margin, *EMBED_RULES[1])
+    return df

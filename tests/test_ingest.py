@@ -1,0 +1,58 @@
+"""Inputs other than the integration test's TSV and Moses pair: Parquet with provenance and
+nulls, and empty files (a clear error naming the file, before anything is written)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jobs.config import InputConf, load_config
+from jobs.ingest import InputError, read_input
+from jobs.stages import normalize_and_analyze, score_and_decide
+
+REPO = Path(__file__).resolve().parent.parent
+MODEL = str(REPO / "models/lid.176.ftz")
+
+
+def tatoeba_pairs(data_dir: Path, n: int) -> list[tuple[str, str]]:
+    zh = (data_dir / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines()
+    en = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()
+    return list(zip(zh, en, strict=True))[:n]
+
+
+def test_parquet_input_keeps_provenance_and_rejects_null_sides(
+    spark, tmp_path: Path, data_dir: Path
+) -> None:
+    pairs = tatoeba_pairs(data_dir, 5)
+    rows = [(zh, en, f"tatoeba#{i}") for i, (zh, en) in enumerate(pairs)]
+    rows += [(None, "A lone English line.", "broken#1"), ("没有译文。", None, "broken#2")]
+    path = tmp_path / "pairs.parquet"
+    spark.createDataFrame(rows, "src string, tgt string, origin string").coalesce(1).write.parquet(
+        str(path)
+    )
+    raw = read_input(spark, InputConf(corpus="pq", paths=[str(path)]), "zh-en", 100_000)
+    got = raw.orderBy("line").collect()
+
+    assert [r.line for r in got] == list(range(1, 8))  # 1-based row number within the file
+    assert all(r.file.endswith(".parquet") and str(path) in r.file for r in got)
+    assert [json.loads(r.extra[0])["origin"] for r in got] == [o for _, _, o in rows]
+    assert len({r.row_id for r in got}) == 7
+
+    cfg = load_config(extra={"pair": "zh-en"})
+    decided = score_and_decide(normalize_and_analyze(raw, cfg, MODEL), cfg)
+    rules = {r.line: r.reject_rule for r in decided.select("line", "reject_rule").collect()}
+    assert rules[6] == rules[7] == "empty"  # a null side is rejected, never kept as clean
+    assert sum(rule is None for line, rule in rules.items() if line <= 5) >= 4
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "moses"])
+def test_an_empty_file_is_an_error_naming_it(spark, tmp_path: Path, fmt: str) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    other = tmp_path / "other.en"
+    other.write_text("Hello.\n", encoding="utf-8")
+    paths = [str(empty)] if fmt == "tsv" else [str(empty), str(other)]
+    with pytest.raises(InputError, match=f"{empty}: no lines"):
+        read_input(spark, InputConf(corpus="e", paths=paths, format=fmt), "zh-en", 100_000)
