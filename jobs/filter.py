@@ -117,14 +117,10 @@ class FilterRun:
             model_dir = cfg.align.model_dir
             if model_dir is None:
                 log(f"training the word aligner on up to {cfg.align.sample_pairs:,} clean pairs")
-                model_dir = train_aligner(
-                    decided,
-                    cfg,
-                    f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}",
-                    self.lake.copy_from_local,
-                )
+                model_dir = f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}"
+                train_aligner(decided, cfg, model_dir)
             log(f"word alignment scores (model {model_dir})")
-            decided = align_stage(decided, cfg, self.lake.local_or_uri(model_dir))
+            decided = align_stage(decided, cfg, model_dir)
         if cfg.embedding.enabled:
             enc = cfg.embedding.chosen
             log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from jobs.session import is_local_path, lake_uri, local_path
+from jobs.session import lake_uri
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,6 @@ class Lake:
 
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
-
-    def copy_from_local(self, local_dir: str, path: str) -> None:
-        """Copy a local file or directory into the lake (any Hadoop file system)."""
-        self._fs(path).copyFromLocalFile(False, True, self._Path(local_dir), self._Path(path))
-
-    def local_or_uri(self, path: str) -> str:
-        """A plain path for a lake on the local disk (what Python libraries open), else the URI."""
-        return local_path(path) if is_local_path(path) else path
 
     def write_text(self, path: str, text: str) -> None:
         out = self._fs(path).create(self._Path(path), True)

@@ -7,9 +7,6 @@ rejects the rows under its threshold with its own stage and rule name.
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -52,18 +49,15 @@ def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, st
     return [(r.src, r.tgt) for r in rows]
 
 
-def train_aligner(df: DataFrame, cfg: FilterConfig, lake_dir: str, copy_to_lake) -> str:
-    """Train the aligner on a sample of the alive rows; the model lands in `lake_dir`."""
+def train_aligner(df: DataFrame, cfg: FilterConfig, model_dir: str) -> str:
+    """Train the aligner on a sample of the alive rows into `model_dir` (a lake path)."""
     from udfs.align import train_alignment
 
     src_lang, tgt_lang = cfg.langs
     sample = training_sample(df, cfg.align.sample_pairs)
     if not sample:
         raise RuntimeError("no clean pairs to train the word aligner on")
-    with tempfile.TemporaryDirectory(prefix="sluice-align-") as tmp:
-        local = train_alignment(sample, src_lang, tgt_lang, os.path.join(tmp, "model"))
-        copy_to_lake(local, lake_dir)
-    return lake_dir
+    return train_alignment(sample, src_lang, tgt_lang, model_dir)
 
 
 def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str) -> DataFrame:
