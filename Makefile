@@ -25,7 +25,9 @@ $(USE): | $(STAMP)
 	PIP=$(VENV)/bin/pip scripts/fetch_embed_model.sh $@
 
 demo: setup
-	$(VENV)/bin/spark-submit --master 'local[2]' jobs/filter.py --config conf/demo.yaml
+	$(VENV)/bin/spark-submit --master 'local[2]' \
+	  --driver-java-options -Dlog4j.configurationFile=conf/log4j2.properties \
+	  jobs/filter.py --config conf/demo.yaml
 
 test: setup
 	$(PY) -m pytest -q tests
