@@ -140,15 +140,15 @@ class AlignConf(Strict):
     """Word-alignment scoring (udfs/align.py): trained on a sample of the run's clean pairs."""
 
     enabled: bool = False
-    min_coverage: float = 0.6  # ZengHuiMT WMT: drop pairs whose lexical coverage is below 0.6
-    sample_pairs: int = 200_000  # clean pairs the aligner is trained on
+    min_coverage: float = Field(0.6, ge=0, le=1)  # ZengHuiMT WMT: coverage below 0.6 dropped
+    sample_pairs: int = Field(200_000, gt=0)  # clean pairs the aligner is trained on
     model_dir: str | None = None  # reuse a trained model; default: train one into the lake
 
 
 class EncoderConf(Strict):
     backend: Literal["use", "sentence-transformers"]
     model: str  # a file/directory path (or a name already in the local Hugging Face cache)
-    batch_size: int = 256
+    batch_size: int = Field(256, gt=0)
     min_cosine: float
     min_cosine_by_pair: dict[str, float] = Field(default_factory=dict)
     min_margin: float | None = None  # only used when embedding.margin_k > 0
@@ -164,7 +164,7 @@ class EmbeddingConf(Strict):
     encoder: str = "use-multilingual"  # a key of `encoders`
     encoders: dict[str, EncoderConf] = Field(default_factory=dict)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    margin_k: int = 0  # >0: also a ratio-margin score over k nearest neighbours
+    margin_k: int = Field(0, ge=0)  # >0: also a ratio-margin score over k nearest neighbours
 
     @model_validator(mode="after")
     def known_encoder(self) -> EmbeddingConf:
@@ -172,6 +172,8 @@ class EmbeddingConf(Strict):
             raise ValueError(
                 f"embedding.encoder {self.encoder!r} is not one of {sorted(self.encoders)}"
             )
+        if self.enabled and self.device == "cuda" and self.chosen.backend == "use":
+            raise ValueError("the 'use' encoder runs on the CPU only: set embedding.device auto")
         return self
 
     @property

@@ -99,11 +99,12 @@ class FilterRun:
         return self.model_path(self.cfg.langid.model)
 
     def model_path(self, path: str) -> str:
-        """A model file or directory as executors see it: a local one is shipped to them."""
-        if os.path.exists(path):
-            self.spark.sparkContext.addFile(os.path.abspath(path), recursive=os.path.isdir(path))
-            return os.path.abspath(path)
-        return path  # already on the executors (image or --files), or a lake path
+        """A model file or directory as executors see it. A local file is shipped to them;
+        a directory (an encoder) must be at the same path on every executor (the image, or
+        --archives), since Spark ships local directories only in local mode."""
+        if os.path.isfile(path):
+            self.spark.sparkContext.addFile(os.path.abspath(path))
+        return os.path.abspath(path) if os.path.exists(path) else path
 
     def pair_scores(self, decided: DataFrame) -> DataFrame:
         """Word alignment and embedding similarity on the rows the rules and dedup kept."""
@@ -117,10 +118,13 @@ class FilterRun:
             model_dir = cfg.align.model_dir
             if model_dir is None:
                 log(f"training the word aligner on up to {cfg.align.sample_pairs:,} clean pairs")
-                model_dir = f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}"
-                train_aligner(decided, cfg, model_dir)
-            log(f"word alignment scores (model {model_dir})")
+                target = f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}"
+                model_dir = train_aligner(decided, cfg, target)
+            log(f"word alignment scores (model {model_dir or 'none: no row left to score'})")
             decided = align_stage(decided, cfg, model_dir)
+            if cfg.embedding.enabled:  # staged again, or the embed split would align twice
+                write_staged(decided, f"{self.dir}/stage_align", [])
+                decided = self.spark.read.parquet(f"{self.dir}/stage_align")
         if cfg.embedding.enabled:
             enc = cfg.embedding.chosen
             log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
@@ -141,7 +145,8 @@ class FilterRun:
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
         write_staged(decided, f"{self.dir}/bitext", ["pair", "corpus", "outcome"])
-        self.lake.delete(f"{self.dir}/stage_rules")  # the pair scorers' input, if staged
+        for stage in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
+            self.lake.delete(f"{self.dir}/{stage}")
 
         decided = self.spark.read.parquet(f"{self.dir}/bitext")
         counts = count_outcomes(raw, decided)

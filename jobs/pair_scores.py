@@ -49,35 +49,57 @@ def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, st
     return [(r.src, r.tgt) for r in rows]
 
 
-def train_aligner(df: DataFrame, cfg: FilterConfig, model_dir: str) -> str:
-    """Train the aligner on a sample of the alive rows into `model_dir` (a lake path)."""
+def train_aligner(df: DataFrame, cfg: FilterConfig, model_dir: str) -> str | None:
+    """Train the aligner on a sample of the alive rows into `model_dir` (a lake path); None
+    when no row is alive (nothing to train on, and nothing to score)."""
     from udfs.align import train_alignment
 
     src_lang, tgt_lang = cfg.langs
     sample = training_sample(df, cfg.align.sample_pairs)
     if not sample:
-        raise RuntimeError("no clean pairs to train the word aligner on")
+        return None
     return train_alignment(sample, src_lang, tgt_lang, model_dir)
 
 
-def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str) -> DataFrame:
-    from udfs.align import add_alignment_scores
+def score_alive(df: DataFrame, scorer, columns: list[str]) -> DataFrame:
+    """`scorer` on the alive rows only; the others get the score columns as nulls.
+
+    Rejected rows never cross into Python: less Arrow traffic, and columns such as `dup_of`
+    (a nullable long) cannot be rounded through pandas' float64.
+    """
+    scored = scorer(df.where(alive()))
+    dead = df.where(~alive()).withColumns({c: F.lit(None).cast("double") for c in columns})
+    return scored.unionByName(dead)
+
+
+def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> DataFrame:
+    from udfs.align import SCORE_COLUMNS, add_alignment_scores
 
     src_lang, tgt_lang = cfg.langs
-    df = add_alignment_scores(df, model_dir, src_lang, tgt_lang, alive())
+    if model_dir is None:  # no row survived to be scored
+        return df.withColumns({c: F.lit(None).cast("double") for c in SCORE_COLUMNS})
+    df = score_alive(
+        df,
+        lambda live: add_alignment_scores(live, model_dir, src_lang, tgt_lang, F.lit(True)),
+        list(SCORE_COLUMNS),
+    )
     low = F.col("align_coverage") < cfg.align.min_coverage
     return reject_where(df, low, *ALIGN_RULES[0])
 
 
 def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     """`model` is the encoder's model path as the executors see it."""
-    from udfs.embed import EncoderSpec, add_embedding_scores
+    from udfs.embed import COSINE, MARGIN, EncoderSpec, add_embedding_scores
 
     emb = cfg.embedding
     enc = emb.chosen
     spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
-    df = add_embedding_scores(df, spec, alive(), emb.margin_k)
-    df = reject_where(df, F.col("embed_cosine") < enc.min_cosine_for(cfg.pair), *EMBED_RULES[0])
+    df = score_alive(
+        df,
+        lambda live: add_embedding_scores(live, spec, F.lit(True), emb.margin_k),
+        [COSINE, MARGIN],
+    )
+    df = reject_where(df, F.col(COSINE) < enc.min_cosine_for(cfg.pair), *EMBED_RULES[0])
     if emb.margin_k > 0 and enc.min_margin is not None:
-        df = reject_where(df, F.col("embed_margin") < enc.min_margin, *EMBED_RULES[1])
+        df = reject_where(df, F.col(MARGIN) < enc.min_margin, *EMBED_RULES[1])
     return df

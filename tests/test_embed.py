@@ -94,19 +94,21 @@ def test_margin_matches_pairwise_definition_with_pool_and_blocks(monkeypatch):
     np.testing.assert_allclose(margin, want, rtol=1e-9)
 
 
-def test_margin_k_shrinks_to_candidates_and_k0_gives_nan():
+def test_margin_needs_more_than_k_candidates_and_k0_gives_nan():
     rng = np.random.default_rng(1)
-    src, tgt = unit_rows(rng, 2), unit_rows(rng, 2)
-    _, margin = cosine_and_margin(src, tgt, 10)
+    src, tgt = unit_rows(rng, 3), unit_rows(rng, 3)
+    cos, few = cosine_and_margin(src[:1], tgt[:1], 4)  # a lone row would score exactly 1
+    assert np.isfinite(cos).all() and np.isnan(few).all()
+    _, margin = cosine_and_margin(src, tgt, 2)  # 3 candidates > k = 2: a real margin
     np.testing.assert_allclose(margin, naive_margin(src, tgt, 2, src, tgt), rtol=1e-9)
     cos, none = cosine_and_margin(src, tgt, 0)
-    assert len(cos) == 2 and np.isnan(none).all()
+    assert len(cos) == 3 and np.isnan(none).all()
 
 
 def test_margin_stays_finite_and_ordered_when_neighbours_are_dissimilar():
     src = np.array([[1.0, 0, 0], [-1.0, 0, 0], [0, 1.0, 0]])
     tgt = np.array([[0.1, 0, 0.995], [-0.1, 0, -0.995], [0, -1.0, 0]])
-    cos, margin = cosine_and_margin(src, tgt, 3)  # every neighbourhood averages to <= 0
+    cos, margin = cosine_and_margin(src, tgt, 2)  # neighbourhood means 0.05, 0.05 and 0
     assert np.isfinite(margin).all()
     assert margin[0] > 1 and margin[1] > 1 and margin[2] < 0  # the signs of the cosines
 

@@ -112,3 +112,19 @@ def test_the_trained_aligner_is_in_the_lake_and_reused(run) -> None:
     assert not (run["lake"] / "models/align/zh-en/sc-2").exists()  # nothing trained
     after = {r.row_id: r.align_coverage for r in rows(run, f"SELECT * FROM {DB}.bitext_clean")}
     assert after == before  # same model, same input: same scores and survivors
+
+
+def test_a_run_with_no_row_left_for_the_scorers_still_commits(spark, lake_root: Path, tmp_path):
+    junk = tmp_path / "junk.tsv"  # every pair is source = target: all rejected by `identical`
+    junk.write_text("".join(f"{en}\t{en}\n" for _, en in anki_pairs()[:50]), "utf-8")
+    lake = lake_root / "scorers_none"
+    argv = ["--pair", "zh-en", "--corpus", "junk", "--input", str(junk), "--lake", str(lake)]
+    sets = ["align.enabled=true", "embedding.enabled=true", "lake.database=scorers_none"]
+    assert main([*argv, "--run-id", "none-1", *[x for s in sets for x in ("--set", s)]]) == 0
+    [r] = rows(
+        {"spark": spark},
+        "SELECT count(*) AS n, count(align_coverage) AS a, count(embed_cosine) AS e, "
+        "min(reject_rule) AS rule FROM scorers_none.bitext_rejected",
+    )
+    assert (r.n, r.a, r.e, r.rule) == (50, 0, 0, "identical")
+    assert not (lake / "models").exists()  # nothing to train on: no aligner written

@@ -11,7 +11,7 @@ Margin (Artetxe & Schwenk 2019, ratio margin):
 where NN_k(x) are the k targets nearest to source x (and NN_k(y) the k sources nearest to
 target y). A corpus-wide k-NN search would need a vector index and a second pass; instead the
 neighbourhood is local: the alive rows of the current Arrow batch (up to
-`spark.sql.execution.arrow.maxRecordsPerBatch`, default 10,000 rows) plus the last
+`spark.sql.execution.arrow.maxRecordsPerBatch`, sluice sets 4,096 rows) plus the last
 `NEIGHBOUR_POOL` alive rows of earlier batches of the same partition. The pool keeps a short
 last batch of a partition from scoring against a handful of neighbours (with one row the
 margin would be exactly 1). Margins therefore depend slightly on partitioning; cosine does not.
@@ -96,16 +96,21 @@ def cosine_and_margin(
     """Cosine of each (src_emb[i], tgt_emb[i]) pair and its ratio margin (NaN where k == 0).
 
     Rows must be L2-normalized. Neighbours of a source are the k nearest among all targets
-    given (tgt_emb plus tgt_pool), and the other way round; k shrinks to the candidates
-    available. The true partner is a candidate too, as in Artetxe & Schwenk.
+    given (tgt_emb plus tgt_pool), and the other way round. The true partner is a candidate
+    too, as in Artetxe & Schwenk; with k or fewer candidates the margin is NaN (null).
     """
     cos = np.einsum("ij,ij->i", src_emb, tgt_emb).astype(np.float64)
     if k <= 0 or len(cos) == 0:
         return cos, np.full(len(cos), np.nan)
     targets = _stack(tgt_emb, tgt_pool)
     sources = _stack(src_emb, src_pool)
-    src_knn = _knn_mean(src_emb, targets, min(k, len(targets)))
-    tgt_knn = _knn_mean(tgt_emb, sources, min(k, len(sources)))
+    if min(len(targets), len(sources)) <= k:
+        # Fewer than k candidates besides the partner: the margin would be pulled towards 1
+        # by the partner itself (exactly 1 for a lone row) and reject good pairs. Null instead:
+        # the row is judged by its cosine alone.
+        return cos, np.full(len(cos), np.nan)
+    src_knn = _knn_mean(src_emb, targets, k)
+    tgt_knn = _knn_mean(tgt_emb, sources, k)
     # A neighbourhood mean at or below 0 does not occur with trained encoders; clipping it
     # keeps the margin finite and ordered by cosine instead of flipping its sign or turning
     # it into a null, which a threshold rule would let pass.
