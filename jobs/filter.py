@@ -95,6 +95,14 @@ class FilterRun:
             )
         return union_all(frames)
 
+    def staged(
+        self, df: DataFrame, name: str, partition_cols: list[str] | None = None
+    ) -> DataFrame:
+        """Write `df` under the run's directory and read it back: later steps start from the
+        files instead of recomputing everything before them."""
+        write_staged(df, f"{self.dir}/{name}", partition_cols or [])
+        return self.spark.read.parquet(f"{self.dir}/{name}")
+
     def langid_model(self) -> str:
         return self.model_path(self.cfg.langid.model)
 
@@ -111,9 +119,8 @@ class FilterRun:
         cfg = self.cfg
         if not (cfg.align.enabled or cfg.embedding.enabled):
             return decided
-        # Staged once, so sampling for the aligner does not recompute the stages before it.
-        write_staged(decided, f"{self.dir}/stage_rules", [])
-        decided = self.spark.read.parquet(f"{self.dir}/stage_rules")
+        # Staged, so sampling for the aligner does not recompute the stages before it.
+        decided = self.staged(decided, "stage_rules")
         if cfg.align.enabled:
             model_dir = cfg.align.model_dir
             if model_dir is None:
@@ -123,8 +130,7 @@ class FilterRun:
             log(f"word alignment scores (model {model_dir or 'none: no row left to score'})")
             decided = align_stage(decided, cfg, model_dir)
             if cfg.embedding.enabled:  # staged again, or the embed split would align twice
-                write_staged(decided, f"{self.dir}/stage_align", [])
-                decided = self.spark.read.parquet(f"{self.dir}/stage_align")
+                decided = self.staged(decided, "stage_align")
         if cfg.embedding.enabled:
             enc = cfg.embedding.chosen
             log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
@@ -133,8 +139,7 @@ class FilterRun:
 
     def execute(self, raw: DataFrame) -> list[Flip]:
         log("writing bitext_raw")
-        write_staged(raw, f"{self.dir}/bitext_raw", ["pair", "corpus"])
-        raw = self.spark.read.parquet(f"{self.dir}/bitext_raw")
+        raw = self.staged(raw, "bitext_raw", ["pair", "corpus"])
 
         log("normalizing, scoring, language ID, dedup")
         decided = dedup(
@@ -144,11 +149,9 @@ class FilterRun:
         decided = self.pair_scores(decided)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
-        write_staged(decided, f"{self.dir}/bitext", ["pair", "corpus", "outcome"])
+        decided = self.staged(decided, "bitext", ["pair", "corpus", "outcome"])
         for stage in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
             self.lake.delete(f"{self.dir}/{stage}")
-
-        decided = self.spark.read.parquet(f"{self.dir}/bitext")
         counts = count_outcomes(raw, decided)
         check_conservation(counts)
         sequence = rule_sequence(self.cfg)

@@ -7,35 +7,11 @@ rejects the rows under its threshold with its own stage and rule name.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig
-
-ALIGN_RULES = [("align", "align_coverage")]
-EMBED_RULES = [("embed", "embed_cosine"), ("embed", "embed_margin")]
-
-
-def alive() -> Column:
-    return F.col("reject_rule").isNull()
-
-
-def reject_where(df: DataFrame, failing: Column, stage: str, rule: str) -> DataFrame:
-    """Reject alive rows where `failing` is true (null counts as passing)."""
-    hit = alive() & F.coalesce(failing, F.lit(False))
-    return df.withColumn(
-        "reject_stage", F.when(hit, stage).otherwise(F.col("reject_stage"))
-    ).withColumn("reject_rule", F.when(hit, rule).otherwise(F.col("reject_rule")))
-
-
-def pair_score_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
-    """(stage, rule) of the enabled pair scorers, in the order rows meet them."""
-    rules = list(ALIGN_RULES) if cfg.align.enabled else []
-    if cfg.embedding.enabled:
-        rules.append(EMBED_RULES[0])
-        if cfg.embedding.margin_k > 0 and cfg.embedding.chosen.min_margin is not None:
-            rules.append(EMBED_RULES[1])
-    return rules
+from jobs.stages import ALIGN_RULE, EMBED_RULES, alive, reject_where
 
 
 def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, str]]:
@@ -84,7 +60,7 @@ def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> Data
         list(SCORE_COLUMNS),
     )
     low = F.col("align_coverage") < cfg.align.min_coverage
-    return reject_where(df, low, *ALIGN_RULES[0])
+    return reject_where(df, low, *ALIGN_RULE)
 
 
 def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:

@@ -9,7 +9,6 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig, NormalizeConf
-from jobs.pair_scores import pair_score_sequence
 from udfs import normalize as N
 from udfs.dedup import dedup_key
 from udfs.moses_punct import moses_punct_normalize
@@ -18,7 +17,21 @@ from udfs.sides import SideOptions, side_analyzer
 
 CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
-DEDUP_RULES = ["duplicate", "duplicate_source", "duplicate_target"]
+ALIGN_RULE = ("align", "align_coverage")
+EMBED_RULES = [("embed", "embed_cosine"), ("embed", "embed_margin")]
+
+
+def alive() -> Column:
+    """Rows no stage has rejected yet."""
+    return F.col("reject_rule").isNull()
+
+
+def reject_where(df: DataFrame, failing: Column, stage: str, rule: str) -> DataFrame:
+    """Reject alive rows where `failing` is true (null counts as passing)."""
+    hit = alive() & F.coalesce(failing, F.lit(False))
+    return df.withColumn(
+        "reject_stage", F.when(hit, stage).otherwise(F.col("reject_stage"))
+    ).withColumn("reject_rule", F.when(hit, rule).otherwise(F.col("reject_rule")))
 
 
 def jvm_steps(lang: str, conf: NormalizeConf) -> list[Callable[[Column], Column]]:
@@ -74,49 +87,60 @@ def score_and_decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     return df.withColumn("reject_rule", rule).withColumn("reject_stage", stage).drop("ingest_error")
 
 
+def dedup_rules(cfg: FilterConfig) -> list[str]:
+    """The enabled dedup passes, in order: pairs, then one translation per source/target."""
+    d = cfg.dedup
+    if not d.enabled:
+        return []
+    wanted = {
+        "duplicate": True,
+        "duplicate_source": d.source_side,
+        "duplicate_target": d.target_side,
+    }
+    return [rule for rule, on in wanted.items() if on]
+
+
 def dedup(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Among rows no rule rejected, keep the first of each duplicate group by (corpus, file,
     line); the others get reject_rule `duplicate` (then `duplicate_source`/`_target` when
     side dedup is on) and `dup_of` = the survivor's row_id."""
     df = df.withColumn("dup_of", F.lit(None).cast("long"))
-    if not cfg.dedup.enabled:
-        return df
     src_key, tgt_key = dedup_key(F.col("src"), cfg.dedup), dedup_key(F.col("tgt"), cfg.dedup)
-    passes = [("duplicate", F.concat_ws("\t", src_key, tgt_key))]
-    if cfg.dedup.source_side:
-        passes.append(("duplicate_source", src_key))
-    if cfg.dedup.target_side:
-        passes.append(("duplicate_target", tgt_key))
-    for rule, key in passes:
-        df = _mark_duplicates(df, rule, key)
+    keys = {
+        "duplicate": F.concat_ws("\t", src_key, tgt_key),
+        "duplicate_source": src_key,
+        "duplicate_target": tgt_key,
+    }
+    for rule in dedup_rules(cfg):
+        df = _mark_duplicates(df, rule, keys[rule])
     return df
 
 
 def _mark_duplicates(df: DataFrame, rule: str, key: Column) -> DataFrame:
-    alive = F.col("reject_rule").isNull()
     # Rows already rejected get a unique key (their row id), so they form no big group.
-    group = F.when(alive, F.concat(F.lit("k"), key)).otherwise(
+    group = F.when(alive(), F.concat(F.lit("k"), key)).otherwise(
         F.concat(F.lit("r"), F.col("row_id").cast("string"))
     )
     w = Window.partitionBy("_group").orderBy("corpus", "file", "line", "row_id")
     df = df.withColumn("_group", group).withColumn("_survivor", F.first("row_id").over(w))
-    df = df.withColumn("_dup", alive & (F.col("_survivor") != F.col("row_id")))
-    is_dup = F.col("_dup")
-    return (
-        df.withColumn("reject_rule", F.when(is_dup, F.lit(rule)).otherwise(F.col("reject_rule")))
-        .withColumn("reject_stage", F.when(is_dup, F.lit("dedup")).otherwise(F.col("reject_stage")))
-        .withColumn("dup_of", F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")))
-        .drop("_group", "_survivor", "_dup")
-    )
+    is_dup = alive() & (F.col("_survivor") != F.col("row_id"))
+    df = df.withColumn("dup_of", F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")))
+    return reject_where(df, is_dup, "dedup", rule).drop("_group", "_survivor")
+
+
+def pair_score_rules(cfg: FilterConfig) -> list[tuple[str, str]]:
+    """(stage, rule) of the enabled pair scorers (jobs/pair_scores.py), in order."""
+    rules = [ALIGN_RULE] if cfg.align.enabled else []
+    if cfg.embedding.enabled:
+        rules.append(EMBED_RULES[0])
+        if cfg.embedding.margin_k > 0 and cfg.embedding.chosen.min_margin is not None:
+            rules.append(EMBED_RULES[1])
+    return rules
 
 
 def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
     """(stage, rule) in the order rows meet them, for stats and the funnel."""
-    rules = [(RULE_STAGE.get(r, "rules"), r) for r in cfg.rules.order]
-    dedup_rules = DEDUP_RULES[:1] if cfg.dedup.enabled else []
-    if cfg.dedup.enabled and cfg.dedup.source_side:
-        dedup_rules.append("duplicate_source")
-    if cfg.dedup.enabled and cfg.dedup.target_side:
-        dedup_rules.append("duplicate_target")
     ingest = [("ingest", e) for e in INGEST_ERRORS]
-    return ingest + rules + [("dedup", r) for r in dedup_rules] + pair_score_sequence(cfg)
+    rules = [(RULE_STAGE.get(r, "rules"), r) for r in cfg.rules.order]
+    dedups = [("dedup", r) for r in dedup_rules(cfg)]
+    return ingest + rules + dedups + pair_score_rules(cfg)
