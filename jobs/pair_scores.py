@@ -37,28 +37,13 @@ def train_aligner(df: DataFrame, cfg: FilterConfig, model_dir: str) -> str | Non
     return train_alignment(sample, src_lang, tgt_lang, model_dir)
 
 
-def score_alive(df: DataFrame, scorer, columns: list[str]) -> DataFrame:
-    """`scorer` on the alive rows only; the others get the score columns as nulls.
-
-    Rejected rows never cross into Python: less Arrow traffic, and columns such as `dup_of`
-    (a nullable long) cannot be rounded through pandas' float64.
-    """
-    scored = scorer(df.where(alive()))
-    dead = df.where(~alive()).withColumns({c: F.lit(None).cast("double") for c in columns})
-    return scored.unionByName(dead)
-
-
 def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> DataFrame:
     from udfs.align import SCORE_COLUMNS, add_alignment_scores
 
     src_lang, tgt_lang = cfg.langs
     if model_dir is None:  # no row survived to be scored
         return df.withColumns({c: F.lit(None).cast("double") for c in SCORE_COLUMNS})
-    df = score_alive(
-        df,
-        lambda live: add_alignment_scores(live, model_dir, src_lang, tgt_lang, F.lit(True)),
-        list(SCORE_COLUMNS),
-    )
+    df = add_alignment_scores(df, model_dir, src_lang, tgt_lang, alive())
     low = F.col("align_coverage") < cfg.align.min_coverage
     return reject_where(df, low, *ALIGN_RULE)
 
@@ -70,11 +55,7 @@ def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     emb = cfg.embedding
     enc = emb.chosen
     spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
-    df = score_alive(
-        df,
-        lambda live: add_embedding_scores(live, spec, F.lit(True), emb.margin_k),
-        [COSINE, MARGIN],
-    )
+    df = add_embedding_scores(df, spec, alive(), emb.margin_k)
     df = reject_where(df, F.col(COSINE) < enc.min_cosine_for(cfg.pair), *EMBED_RULES[0])
     if emb.margin_k > 0 and enc.min_margin is not None:
         df = reject_where(df, F.col(MARGIN) < enc.min_margin, *EMBED_RULES[1])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from urllib.parse import urlparse
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
+
+from udfs.paths import is_local_path, local_path
 
 
 def lake_uri(root: str) -> str:
@@ -16,14 +17,6 @@ def lake_uri(root: str) -> str:
     if is_local_path(root):
         return f"file://{local_path(root)}"
     return root.rstrip("/")
-
-
-def is_local_path(uri: str) -> bool:
-    return urlparse(uri).scheme in ("", "file")
-
-
-def local_path(uri: str) -> str:
-    return os.path.abspath(urlparse(uri).path if uri.startswith("file:") else uri)
 
 
 def build_session(

@@ -154,7 +154,7 @@ def test_model_dir_reloads_in_a_fresh_call(spark, pairs, model_dir, scored):
 
 def test_model_shipped_with_addfile(spark, pairs, model_dir, monkeypatch):
     """A non-local model dir goes to the workers by addFile and is read via SparkFiles."""
-    monkeypatch.setattr(align, "_is_local", lambda uri: False)
+    monkeypatch.setattr(align, "is_local_path", lambda uri: False)
     align._MODELS.clear()
     df = frame(spark, pairs[:50], "real")
     got = add_alignment_scores(df, model_dir, "zh", "en", F.lit(True)).toPandas()

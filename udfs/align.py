@@ -33,7 +33,6 @@ from urllib.parse import urlparse
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from udfs.align_model import (
@@ -44,9 +43,10 @@ from udfs.align_model import (
     score_texts,
     train_local,
 )
+from udfs.paths import is_local_path, local_path, shipped
+from udfs.scoring import score_where
 
 SCORE_COLUMNS = ("align_fwd_logprob", "align_rev_logprob", "align_coverage")
-_ALIVE = "__align_alive"
 _CACHE_SIZE = 2  # models kept per Python worker (a run scores one pair; tests may use two)
 _MODELS: dict[tuple[str, str], AlignmentModel] = {}
 LOADS: Counter[tuple[str, str]] = Counter()  # loads per model in this process (tests read it)
@@ -67,8 +67,8 @@ def train_alignment(
     then copied). Files: `forward.probs`, `backward.probs` and `manifest.json` (written last).
     Returns `out_dir`.
     """
-    if _is_local(out_dir):
-        train_local(pairs, src_lang, tgt_lang, _local(out_dir))
+    if is_local_path(out_dir):
+        train_local(pairs, src_lang, tgt_lang, local_path(out_dir))
         return out_dir
     with tempfile.TemporaryDirectory(prefix="sluice-align-") as tmp:
         train_local(pairs, src_lang, tgt_lang, tmp)
@@ -82,42 +82,33 @@ def add_alignment_scores(
     """`df` (string columns `src`, `tgt`, any others) plus `align_fwd_logprob`,
     `align_rev_logprob` and `align_coverage`, computed where `alive` is true and null elsewhere.
 
-    One `mapInPandas` pass: every input column flows through unchanged, the model is loaded
-    once per Python worker (cached by location and manifest hash), never per batch.
+    One `mapInPandas` pass over the alive rows (udfs/scoring.py): every input column flows
+    through unchanged, the model is loaded once per Python worker (cached by location and
+    manifest hash), never per batch.
     """
-    clash = [c for c in (*SCORE_COLUMNS, _ALIVE) if c in df.columns]
-    if clash:
-        raise ValueError(f"add_alignment_scores: columns already present: {clash}")
-    if not {"src", "tgt"} <= set(df.columns):
-        raise ValueError(f"add_alignment_scores needs columns src and tgt, got {df.columns}")
     ref = _model_ref(df.sparkSession, model_dir)
     check_langs(ref.manifest, src_lang, tgt_lang, model_dir)
-    schema = StructType(
-        [*df.schema.fields, *(StructField(c, DoubleType(), True) for c in SCORE_COLUMNS)]
-    )
-    flagged = df.withColumn(_ALIVE, F.coalesce(alive, F.lit(False)))
-    key, local_dir, shipped = (model_dir, ref.manifest_hash), ref.local_dir, ref.shipped_name
+    key, local_dir, shipped_name = (model_dir, ref.manifest_hash), ref.local_dir, ref.shipped_name
 
     def score_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        model = _cached_model(key, local_dir, shipped)
+        model = _cached_model(key, local_dir, shipped_name)
         for batch in batches:
             yield score_frame(batch, model, src_lang, tgt_lang)
 
-    return flagged.mapInPandas(score_batches, schema)
+    def score(live: DataFrame) -> DataFrame:
+        fields = [StructField(c, DoubleType(), True) for c in SCORE_COLUMNS]
+        return live.mapInPandas(score_batches, StructType([*live.schema.fields, *fields]))
+
+    return score_where(df, alive, SCORE_COLUMNS, score)
 
 
 def score_frame(
     batch: pd.DataFrame, model: AlignmentModel, src_lang: str, tgt_lang: str
 ) -> pd.DataFrame:
-    """Add the score columns to one Arrow batch; rows whose alive flag is false get nulls."""
-    alive = batch.pop(_ALIVE).to_numpy(dtype=bool)
-    rows = alive.nonzero()[0]
-    src, tgt = batch["src"].to_numpy()[rows], batch["tgt"].to_numpy()[rows]
-    scores = score_texts(model, list(src), list(tgt), src_lang, tgt_lang)
+    """Add the score columns to one Arrow batch of alive rows."""
+    scores = score_texts(model, batch["src"].tolist(), batch["tgt"].tolist(), src_lang, tgt_lang)
     for k, name in enumerate(SCORE_COLUMNS):
-        column = pd.Series(pd.NA, index=batch.index, dtype="Float64")  # NA -> Arrow null
-        column.iloc[rows] = pd.array(scores[:, k], dtype="Float64")  # NaN -> null as well
-        batch[name] = column
+        batch[name] = pd.array(scores[:, k], dtype="Float64")  # NaN -> NA -> Arrow null
     return batch
 
 
@@ -134,23 +125,23 @@ class _ModelRef:
 
 def _model_ref(spark: SparkSession, model_dir: str) -> _ModelRef:
     """Where workers find the model: a local path itself, or else a copy shipped by addFile."""
-    if _is_local(model_dir):
-        path = _local(model_dir)
+    if is_local_path(model_dir):
+        path = local_path(model_dir)
         return _ModelRef(read_manifest(path), path, None)
     uri = model_dir.rstrip("/")
     spark.sparkContext.addFile(uri, recursive=True)
     name = os.path.basename(urlparse(uri).path)
-    return _ModelRef(read_manifest(_spark_file(name)), None, name)
+    return _ModelRef(read_manifest(_shipped_model(name)), None, name)
 
 
 def _cached_model(
-    key: tuple[str, str], local_dir: str | None, shipped: str | None
+    key: tuple[str, str], local_dir: str | None, shipped_name: str | None
 ) -> AlignmentModel:
     """Load once per Python worker; the manifest hash in the key makes a retrained model in the
     same directory load afresh."""
     model = _MODELS.get(key)
     if model is None:
-        model = AlignmentModel.load(local_dir or _spark_file(shipped))
+        model = AlignmentModel.load(local_dir or _shipped_model(shipped_name))
         LOADS[key] += 1
         while len(_MODELS) >= _CACHE_SIZE:
             _MODELS.pop(next(iter(_MODELS)))
@@ -158,21 +149,11 @@ def _cached_model(
     return model
 
 
-def _spark_file(name: str) -> str:
-    from pyspark import SparkFiles
-
-    path = SparkFiles.get(name)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"alignment model {name!r} not shipped (looked in {path})")
+def _shipped_model(name: str) -> str:
+    path = shipped(name)
+    if path is None or not os.path.isdir(path):
+        raise FileNotFoundError(f"alignment model {name!r} not shipped to this worker")
     return path
-
-
-def _is_local(uri: str) -> bool:
-    return urlparse(uri).scheme in ("", "file")
-
-
-def _local(uri: str) -> str:
-    return os.path.abspath(urlparse(uri).path if uri.startswith("file:") else uri)
 
 
 def _upload(local_dir: str, uri: str) -> None:

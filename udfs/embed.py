@@ -28,10 +28,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from udfs.encoders import BACKENDS, DEVICES, load_encoder, resolve_device, resolve_model, task_cpus
+from udfs.scoring import score_where
 
 COSINE = "embed_cosine"
 MARGIN = "embed_margin"
-ALIVE = "__embed_alive"
 NEIGHBOUR_POOL = 4096  # earlier alive rows kept as margin neighbours, per side
 SIM_BLOCK = 2048  # query rows per similarity block: bounds the block to 2048 x candidates
 
@@ -161,9 +161,8 @@ def score_batches(
 def score_frame(
     pdf: pd.DataFrame, spec: EncoderSpec, margin_k: int, pool: NeighbourPool
 ) -> pd.DataFrame:
-    """Scores for the alive rows with both sides present; NaN (null in Spark) elsewhere."""
-    live = pdf[ALIVE].eq(True) & pdf["src"].notna() & pdf["tgt"].notna()  # null alive: dead
-    rows = np.flatnonzero(live.to_numpy())
+    """Scores for one Arrow batch of alive rows; NaN (null in Spark) where a side is null."""
+    rows = np.flatnonzero((pdf["src"].notna() & pdf["tgt"].notna()).to_numpy())
     cos = np.full(len(pdf), np.nan)
     margin = np.full(len(pdf), np.nan)
     if len(rows):
@@ -174,10 +173,9 @@ def score_frame(
         )
         if margin_k > 0:
             pool.add(src, tgt)
-    out = pdf.drop(columns=[ALIVE])
-    out[COSINE] = cos
-    out[MARGIN] = margin
-    return out
+    pdf[COSINE] = cos
+    pdf[MARGIN] = margin
+    return pdf
 
 
 def add_embedding_scores(
@@ -191,10 +189,10 @@ def add_embedding_scores(
     otherwise it is the ratio margin over k neighbours taken within the partition (see the
     module docstring).
     """
-    for name in (COSINE, MARGIN, ALIVE):
-        if name in df.columns:
-            raise ValueError(f"column {name!r} already exists in the DataFrame")
-    schema = StructType(
-        [*df.schema.fields, StructField(COSINE, DoubleType()), StructField(MARGIN, DoubleType())]
-    )
-    return df.withColumn(ALIVE, alive).mapInPandas(score_batches(spec, margin_k), schema)
+
+    def score(live: DataFrame) -> DataFrame:
+        fields = [StructField(COSINE, DoubleType()), StructField(MARGIN, DoubleType())]
+        schema = StructType([*live.schema.fields, *fields])
+        return live.mapInPandas(score_batches(spec, margin_k), schema)
+
+    return score_where(df, alive, [COSINE, MARGIN], score)

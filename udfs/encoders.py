@@ -22,6 +22,8 @@ from typing import Protocol
 
 import numpy as np
 
+from udfs.paths import shipped
+
 USE_FILES = ("sp.model", "weights.npz")
 BACKENDS = ("use", "sentence-transformers")
 DEVICES = ("auto", "cpu", "cuda")
@@ -109,7 +111,7 @@ class SentenceTransformerEncoder:
                 [texts[i] for i in idx],
                 batch_size=len(idx),
                 convert_to_numpy=True,
-                normalize_embeddings=True,
+                normalize_embeddings=False,  # embed.encode normalizes every backend
                 show_progress_bar=False,
             )
             if out is None:
@@ -159,22 +161,12 @@ def resolve_model(backend: str, model: str) -> str:
     only) the name, for the offline Hugging Face cache."""
     if os.path.exists(model):
         return os.path.abspath(model)
-    shipped = _spark_file(model)
-    if shipped is not None:
-        return shipped
+    copy = shipped(model)
+    if copy is not None:
+        return copy
     if backend == "use":
         raise FileNotFoundError(f"USE model directory not found: {model}")
     return model
-
-
-def _spark_file(path: str) -> str | None:
-    try:
-        from pyspark import SparkFiles
-
-        shipped = SparkFiles.get(os.path.basename(path.rstrip("/")))
-    except Exception:  # no SparkContext/worker: nothing was shipped
-        return None
-    return shipped if os.path.exists(shipped) else None
 
 
 @cache

@@ -8,6 +8,8 @@ from functools import cache
 
 import fasttext
 
+from udfs.paths import shipped
+
 LABEL_PREFIX = "__label__"
 KANA = re.compile(r"[\u3040-\u30FF\u31F0-\u31FF\uFF66-\uFF9F]")
 HAN = re.compile(r"[\u3400-\u4DBF\u4E00-\u9FFF]")
@@ -16,18 +18,11 @@ HAN = re.compile(r"[\u3400-\u4DBF\u4E00-\u9FFF]")
 @cache
 def load_model(path: str) -> fasttext.FastText._FastText:
     """Resolve `path` (also a file shipped with --files / SparkContext.addFile) and load it."""
-    resolved = path if os.path.exists(path) else _spark_file(path)
+    resolved = path if os.path.exists(path) else shipped(path)
+    if resolved is None:
+        raise FileNotFoundError(f"fastText model not found: {path} (nor shipped to this worker)")
     fasttext.FastText.eprint = lambda *args, **kwargs: None  # silence the load warning
     return fasttext.load_model(resolved)
-
-
-def _spark_file(path: str) -> str:
-    from pyspark import SparkFiles
-
-    shipped = SparkFiles.get(os.path.basename(path))
-    if not os.path.exists(shipped):
-        raise FileNotFoundError(f"fastText model not found: {path} (nor shipped as {shipped})")
-    return shipped
 
 
 def correct_label(label: str, text: str) -> str:
