@@ -6,6 +6,7 @@ Written atomically (temporary file, then rename): a crash never leaves a half ch
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -66,14 +67,12 @@ def load(path: str | Path) -> dict[str, Any]:
 def model_payload(model: Transformer, vocab: Vocab, src_lang: str, tgt_lang: str,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """What every checkpoint holds: enough to rebuild the model and its text pipeline."""
-    opts = vocab.options
     payload = {
         "format": FORMAT,
         "model_conf": model.conf.model_dump(mode="json"),
         "vocab_size": model.vocab_size,
         "spm": vocab.proto,
-        "text_options": {"rtl": opts.rtl, "reverse_source": opts.reverse_source,
-                         "target_tags": opts.target_tags},
+        "text_options": dataclasses.asdict(vocab.options),
         "src_lang": src_lang,
         "tgt_lang": tgt_lang,
         "model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},

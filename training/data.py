@@ -174,22 +174,19 @@ def encode_corpus(pairs: Sequence[Pair], vocab: Vocab, max_len: int,
     src_all: list[np.ndarray] = []
     tgt_all: list[np.ndarray] = []
     skipped = 0
-    chunk = 10_000
-    for start in range(0, len(pairs), chunk):
-        part = pairs[start:start + chunk]
-        for s, t, lang in part:
-            si = vocab.source_ids(s, lang)
-            ti = vocab.target_ids(t)
-            if len(si) > max_len or len(ti) + 1 > max_len or not ti:
+    for s, t, lang in pairs:
+        si = vocab.source_ids(s, lang)
+        ti = vocab.target_ids(t)
+        if len(si) > max_len or len(ti) + 1 > max_len or not ti:
+            skipped += 1
+            continue
+        if max_len_ratio is not None:
+            ratio = max(len(si), len(ti)) / max(1, min(len(si), len(ti)))
+            if ratio > max_len_ratio:
                 skipped += 1
                 continue
-            if max_len_ratio is not None:
-                ratio = max(len(si), len(ti)) / max(1, min(len(si), len(ti)))
-                if ratio > max_len_ratio:
-                    skipped += 1
-                    continue
-            src_all.append(np.asarray(si, dtype=np.int32))
-            tgt_all.append(np.asarray(ti, dtype=np.int32))
+        src_all.append(np.asarray(si, dtype=np.int32))
+        tgt_all.append(np.asarray(ti, dtype=np.int32))
 
     def flat(arrs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         off = np.zeros(len(arrs) + 1, dtype=np.int64)
@@ -267,12 +264,3 @@ def pad_sources(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
     for k, s in enumerate(seqs):
         out[k, :len(s)] = torch.as_tensor(list(s), dtype=torch.long)
     return out
-
-
-def split_holdout(pairs: list[Pair], size: int, seed: int) -> tuple[list[Pair], list[Pair]]:
-    """A seeded random held-out set: (rest, held_out)."""
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(pairs))
-    held = set(idx[:size].tolist())
-    rest = [p for i, p in enumerate(pairs) if i not in held]
-    return rest, [pairs[i] for i in sorted(held)]

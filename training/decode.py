@@ -38,8 +38,9 @@ def greedy(model: Transformer, src: torch.Tensor, max_len: int | Sequence[int]) 
         lp = model.step(tokens, state)
         nxt = lp.argmax(dim=-1)
         keep = []
+        toks = nxt.tolist()  # one device sync per step, not one per row
         for j, row in enumerate(alive.tolist()):
-            tok = int(nxt[j])
+            tok = toks[j]
             if tok == EOS:
                 continue
             out[row].append(tok)
@@ -92,22 +93,24 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int, max_len: 
         word = top_ids % vocab
         last = step + 1 == max_len
         next_pick = torch.zeros((n, k), dtype=torch.long)
+        # One device sync per step, not one per candidate.
+        word_l, origin_l, top_scores_l = word.tolist(), origin.tolist(), top_scores.tolist()
         still = []
         for i in range(n):
             row = alive[i]
             offset = k
             for j in range(k):
                 pick = j
-                wid = int(word[i, j])
+                wid = word_l[i][j]
                 if wid == EOS or last:
                     if j == 0:
                         top_finished[i] = True
-                    hyp = seqs[i, int(origin[i, j])].tolist()
+                    hyp = seqs[i, origin_l[i][j]].tolist()
                     if wid != EOS:
                         hyp.append(wid)
-                    results[row].append(Hypothesis(hyp, float(top_scores[i, j]), wid == EOS))
+                    results[row].append(Hypothesis(hyp, top_scores_l[i][j], wid == EOS))
                     for c in range(offset, 2 * k):
-                        if int(word[i, c]) != EOS:
+                        if word_l[i][c] != EOS:
                             pick, offset = c, c + 1
                             break
                 next_pick[i, j] = pick

@@ -66,6 +66,17 @@ def _norm(spec, module) -> None:
     spec.beta = _np(module.bias)
 
 
+def _self_attn_ffn(ls, layer) -> None:
+    """The pre-norm self-attention and FFN weights, shared by encoder and decoder layers."""
+    _norm(ls.self_attention.layer_norm, layer.self_attn_norm)
+    a = layer.self_attn
+    _fused(ls.self_attention.linear[0], [a.q_proj, a.k_proj, a.v_proj])
+    _linear(ls.self_attention.linear[1], a.out_proj)
+    _norm(ls.ffn.layer_norm, layer.ffn_norm)
+    _linear(ls.ffn.linear_0, layer.ffn.fc1)
+    _linear(ls.ffn.linear_1, layer.ffn.fc2)
+
+
 def build_spec(model: Transformer, pieces: list[str],
                position_table: bool = True) -> transformer_spec.TransformerSpec:
     """The CTranslate2 spec with every weight of `model` mapped. position_table=False leaves
@@ -90,26 +101,14 @@ def build_spec(model: Transformer, pieces: list[str],
     _norm(enc.layer_norm, model.encoder_norm)
     _norm(dec.layer_norm, model.decoder_norm)
     for ls, layer in zip(enc.layer, model.encoder_layers, strict=True):
-        _norm(ls.self_attention.layer_norm, layer.self_attn_norm)
-        a = layer.self_attn
-        _fused(ls.self_attention.linear[0], [a.q_proj, a.k_proj, a.v_proj])
-        _linear(ls.self_attention.linear[1], a.out_proj)
-        _norm(ls.ffn.layer_norm, layer.ffn_norm)
-        _linear(ls.ffn.linear_0, layer.ffn.fc1)
-        _linear(ls.ffn.linear_1, layer.ffn.fc2)
+        _self_attn_ffn(ls, layer)
     for ls, layer in zip(dec.layer, model.decoder_layers, strict=True):
-        _norm(ls.self_attention.layer_norm, layer.self_attn_norm)
-        a = layer.self_attn
-        _fused(ls.self_attention.linear[0], [a.q_proj, a.k_proj, a.v_proj])
-        _linear(ls.self_attention.linear[1], a.out_proj)
+        _self_attn_ffn(ls, layer)
         _norm(ls.attention.layer_norm, layer.cross_attn_norm)
         x = layer.cross_attn
         _linear(ls.attention.linear[0], x.q_proj)
         _fused(ls.attention.linear[1], [x.k_proj, x.v_proj])
         _linear(ls.attention.linear[2], x.out_proj)
-        _norm(ls.ffn.layer_norm, layer.ffn_norm)
-        _linear(ls.ffn.linear_0, layer.ffn.fc1)
-        _linear(ls.ffn.linear_1, layer.ffn.fc2)
     spec.register_source_vocabulary(pieces)
     spec.register_target_vocabulary(pieces)
     cfg = spec.config
@@ -125,8 +124,8 @@ class SluiceConverter(Converter):
     """ctranslate2 Converter for sluice checkpoints (gives quantization, validation,
     aliasing of the tied embeddings and saving for free)."""
 
-    def __init__(self, checkpoint: str | Path | dict, position_table: bool = True):
-        self._ckpt = checkpoint if isinstance(checkpoint, dict) else ck.load(checkpoint)
+    def __init__(self, checkpoint: dict, position_table: bool = True):
+        self._ckpt = checkpoint
         self._position_table = position_table
 
     def _load(self):

@@ -4,6 +4,7 @@ truncates back to its checkpoint, plus progress lines on stderr."""
 from __future__ import annotations
 
 import csv
+import struct
 import sys
 import time
 from pathlib import Path
@@ -102,8 +103,6 @@ def _field(num: int, payload: bytes) -> bytes:
 
 def encode_event(wall_time: float, step: int | None = None, file_version: str | None = None,
                  scalars: dict[str, float] | None = None) -> bytes:
-    import struct
-
     msg = b"\x09" + struct.pack("<d", wall_time)
     if step is not None:
         msg += b"\x10" + _varint(step)
@@ -123,19 +122,17 @@ class TensorBoardLog:
 
     def __init__(self, directory: str | Path):
         import socket
-        import struct
 
-        self._struct = struct
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         self.path = d / f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}"
         self._write(encode_event(time.time(), file_version="brain.Event:2"))
 
     def _write(self, payload: bytes) -> None:
-        header = self._struct.pack("<Q", len(payload))
+        header = struct.pack("<Q", len(payload))
         with self.path.open("ab") as fh:
-            fh.write(header + self._struct.pack("<I", masked_crc32c(header)) + payload
-                     + self._struct.pack("<I", masked_crc32c(payload)))
+            fh.write(header + struct.pack("<I", masked_crc32c(header)) + payload
+                     + struct.pack("<I", masked_crc32c(payload)))
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         clean = {k: float(v) for k, v in values.items() if v not in ("", None)}

@@ -209,11 +209,11 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor,
     """Summed label-smoothed cross-entropy and summed plain NLL over non-pad targets."""
     lprobs = F.log_softmax(logits.reshape(-1, logits.shape[-1]).float(), dim=-1)
     tgt = target.reshape(-1)
-    keep = tgt != PAD
-    lprobs, tgt = lprobs[keep], tgt[keep]
-    nll = -lprobs.gather(1, tgt[:, None]).squeeze(1)
-    smooth = -lprobs.sum(dim=-1)
+    # Masked sums instead of copying the kept rows of the tokens x vocab matrix; masked_fill
+    # (not a multiply by the mask) so a non-finite pad row cannot leak in as 0 * inf = nan.
+    nll = F.nll_loss(lprobs, tgt, ignore_index=PAD, reduction="sum")
+    smooth = -lprobs.sum(dim=-1).masked_fill(tgt == PAD, 0.0).sum()
     # The same definition as torch's cross_entropy(label_smoothing=...): the smoothing mass
     # is spread uniformly over the whole vocabulary.
     loss = (1.0 - smoothing) * nll + (smoothing / lprobs.shape[-1]) * smooth
-    return loss.sum(), nll.detach().sum()
+    return loss, nll.detach()

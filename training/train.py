@@ -76,8 +76,7 @@ class Prepared:
 
 
 def text_options(cfg: TrainingConfig) -> TextOptions:
-    o = cfg.options
-    return TextOptions(rtl=o.rtl, reverse_source=o.reverse_source, target_tags=o.target_tags)
+    return TextOptions(**cfg.options.model_dump())
 
 
 def prepare(cfg: TrainingConfig, run_dir: Path, init_ckpt: dict | None) -> Prepared:
@@ -146,7 +145,6 @@ class Trainer:
     # -- state ----------------------------------------------------------------------------
     def setup(self) -> None:
         cfg = self.cfg
-        seed_everything(cfg.seed)
         existing = ck.list_checkpoints(self.ckpt_dir) if cfg.train.resume else []
         self.resume_ckpt = ck.load(existing[-1]) if existing else None
         init_ckpt = None
@@ -276,7 +274,6 @@ class Trainer:
         base_elapsed = self.elapsed
         win_tokens, win_t0 = 0, time.time()
         win_loss = win_nll = 0.0
-        ntok_acc = 0
         last_saved = self.step
         grad_norm = float("nan")
         stop_reason = "max_steps"
