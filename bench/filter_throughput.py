@@ -77,7 +77,6 @@ class PeakMemory:
     def __init__(self) -> None:
         self.peak = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
