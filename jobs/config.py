@@ -46,8 +46,10 @@ class SparkConf(Strict):
 
 class InputConf(Strict):
     corpus: str
-    paths: list[str]
-    format: Literal["auto", "tsv", "moses", "parquet"] = "auto"
+    paths: list[str]  # files, or for format `table` one catalog table (db.table)
+    # text: one sentence a line (monolingual); table: a lake table with src/tgt columns
+    format: Literal["auto", "tsv", "moses", "parquet", "text", "table"] = "auto"
+    where: str | None = None  # format `table`: a SQL filter, e.g. "run_id = '2026...'"
 
     @field_validator("corpus")
     @classmethod
@@ -83,6 +85,7 @@ class DedupConf(Strict):
     target_side: bool = False
 
 
+PAIR_ONLY_RULES = ("identical", "token_ratio", "langid_tgt")  # skipped on monolingual runs
 RULE_NAMES = (
     "empty",
     "identical",
@@ -182,7 +185,8 @@ class EmbeddingConf(Strict):
 
 
 class FilterConfig(Strict):
-    pair: str | None = None
+    pair: str | None = None  # bitext: source-target
+    lang: str | None = None  # monolingual text instead of bitext (mono_raw/_clean/_rejected)
     lake: LakeConf = LakeConf()
     spark: SparkConf = SparkConf()
     inputs: list[InputConf] = Field(default_factory=list)
@@ -201,12 +205,49 @@ class FilterConfig(Strict):
             raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
         return pair
 
+    @model_validator(mode="after")
+    def pair_or_lang(self) -> FilterConfig:
+        if self.pair and self.lang:
+            raise ValueError("set `pair` (bitext) or `lang` (monolingual), not both")
+        if self.lang and (self.align.enabled or self.embedding.enabled):
+            raise ValueError("align/embedding score pairs: turn them off for a monolingual run")
+        return self
+
+    @property
+    def mono(self) -> bool:
+        return self.lang is not None
+
     @property
     def langs(self) -> tuple[str, str]:
+        """(source, target) languages; a monolingual run has its one language on both."""
+        if self.lang:
+            return self.lang, self.lang
         if not self.pair:
-            raise ConfigError("no language pair: set `pair:` in the config or pass --pair")
+            raise ConfigError(
+                "no language: set `pair:` (or `lang:` for monolingual text) in the config, "
+                "or pass --pair / --lang"
+            )
         src, tgt = self.pair.split("-")
         return src, tgt
+
+    @property
+    def key(self) -> str:
+        """What the run's rows are partitioned by: the pair, or the monolingual language."""
+        self.langs  # noqa: B018 - raises ConfigError when neither is set
+        return self.lang or self.pair or ""
+
+    @property
+    def sides(self) -> list[tuple[str, str]]:
+        """(column, language) of each side the run has."""
+        src, tgt = self.langs
+        return [("src", src)] if self.mono else [("src", src), ("tgt", tgt)]
+
+    @property
+    def rule_order(self) -> list[str]:
+        """The configured rules that apply: pair-only ones are skipped on monolingual text."""
+        if not self.mono:
+            return self.rules.order
+        return [r for r in self.rules.order if r not in PAIR_ONLY_RULES]
 
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

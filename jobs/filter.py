@@ -1,7 +1,9 @@
-"""The filter job: raw bitext -> bitext_raw, bitext_clean, bitext_rejected, filter_stats, runs.
+"""The filter job: raw bitext -> bitext_raw, bitext_clean, bitext_rejected, filter_stats, runs;
+or monolingual text (--lang) -> mono_raw, mono_clean, mono_rejected.
 
     spark-submit jobs/filter.py --config conf/zh-en.yaml
     spark-submit jobs/filter.py --pair zh-en --corpus news --input raw/news.zh raw/news.en
+    spark-submit jobs/filter.py --lang en --corpus news --input raw/news.en   # monolingual
 
 Stages: ingest -> normalize -> rules + language ID (scores stored) -> dedup -> word alignment
 -> embedding similarity (the last two when enabled). Every input row ends in exactly one of
@@ -21,6 +23,7 @@ from pyspark.sql import functions as F
 from jobs.config import ConfigError, FilterConfig, load_config
 from jobs.ingest import InputError, read_input, union_all
 from jobs.lake import Flip, Lake, write_staged
+from jobs.layout import Layout
 from jobs.pair_scores import align_stage, embed_stage, train_aligner
 from jobs.runs import RunRecord, new_run_id
 from jobs.session import build_session, spark_sql_command
@@ -42,14 +45,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--config", help="YAML config (extends conf/defaults.yaml)")
     p.add_argument("--pair", help="language pair, source-target, e.g. zh-en")
+    p.add_argument("--lang", help="language of monolingual text (instead of --pair), e.g. en")
     p.add_argument("--corpus", help="corpus name for --input")
     p.add_argument(
         "--input",
         nargs="+",
         metavar="PATH",
-        help="one TSV/Parquet path, or two Moses files in --pair order",
+        help="one TSV/Parquet path, two Moses files in --pair order, a text file (--lang), "
+        "or a table name (--format table)",
     )
-    p.add_argument("--format", choices=["auto", "tsv", "moses", "parquet"], default="auto")
+    p.add_argument(
+        "--format",
+        choices=["auto", "tsv", "moses", "parquet", "text", "table"],
+        default="auto",
+    )
+    p.add_argument("--where", help="--format table: a SQL filter on the table's rows")
     p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
     p.add_argument(
         "--set",
@@ -66,18 +76,22 @@ def config_from_args(args: argparse.Namespace) -> FilterConfig:
     extra: dict = {}
     if args.pair:
         extra["pair"] = args.pair
+    if args.lang:
+        extra["lang"] = args.lang
     if args.lake:
         extra["lake"] = {"root": args.lake}
     if args.input:
         if not args.corpus:
             raise ConfigError("--input needs --corpus NAME")
-        extra["inputs"] = [{"corpus": args.corpus, "paths": args.input, "format": args.format}]
+        extra["inputs"] = [
+            {"corpus": args.corpus, "paths": args.input, "format": args.format, "where": args.where}
+        ]
     elif args.corpus:
         raise ConfigError("--corpus needs --input PATH [PATH]")
     cfg = load_config(args.config, args.set, extra)
     if not cfg.inputs:
         raise ConfigError("no inputs: list them under `inputs:` in the config or pass --input")
-    cfg.langs  # noqa: B018 - raises ConfigError when no pair is set
+    cfg.langs  # noqa: B018 - raises ConfigError when neither pair nor lang is set
     return cfg
 
 
@@ -85,13 +99,16 @@ class FilterRun:
     def __init__(self, spark: SparkSession, lake: Lake, cfg: FilterConfig, run_id: str) -> None:
         self.spark, self.lake, self.cfg, self.run_id = spark, lake, cfg, run_id
         self.dir = lake.run_dir(run_id)
+        self.layout = Layout(cfg.mono)
 
     def read_inputs(self) -> DataFrame:
         frames = []
         for inp in self.cfg.inputs:
             log(f"reading {inp.corpus}: {' '.join(inp.paths)}")
             frames.append(
-                read_input(self.spark, inp, self.cfg.pair, self.cfg.ingest.max_line_chars)
+                read_input(
+                    self.spark, inp, self.cfg.key, self.cfg.ingest.max_line_chars, self.cfg.mono
+                )
             )
         return union_all(frames)
 
@@ -138,8 +155,9 @@ class FilterRun:
         return decided
 
     def execute(self, raw: DataFrame) -> list[Flip]:
-        log("writing bitext_raw")
-        raw = self.staged(raw, "bitext_raw", ["pair", "corpus"])
+        lay, key = self.layout, self.layout.key
+        log(f"writing {lay.raw}")
+        raw = lay.inward(self.staged(lay.outward(raw), lay.raw, [key, "corpus"]))
 
         log("normalizing, scoring, language ID, dedup")
         decided = dedup(
@@ -149,26 +167,27 @@ class FilterRun:
         decided = self.pair_scores(decided)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
-        decided = self.staged(decided, "bitext", ["pair", "corpus", "outcome"])
+        decided = self.staged(lay.outward(decided), lay.prefix, [key, "corpus", "outcome"])
         for stage in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
             self.lake.delete(f"{self.dir}/{stage}")
-        counts = count_outcomes(raw, decided)
+        counts = count_outcomes(raw, decided, key)
         check_conservation(counts)
         sequence = rule_sequence(self.cfg)
         stats = self.spark.createDataFrame(stats_rows(self.run_id, counts, sequence), STATS_SCHEMA)
         write_staged(stats, f"{self.dir}/filter_stats", ["run_id"])
 
-        self.ensure_tables(raw, decided, stats)
+        self.ensure_tables(lay.outward(raw), decided, stats)
         log("funnel\n" + funnel(counts, sequence))
         return self.flips(sorted(counts.rows_in))
 
     def ensure_tables(self, raw: DataFrame, decided: DataFrame, stats: DataFrame) -> None:
+        lay = self.layout
         clean = decided.drop("outcome", *REJECT_COLUMNS)
         rejected = decided.drop("outcome")
         for table, df, parts in [
-            ("bitext_raw", raw, ["pair", "corpus"]),
-            ("bitext_clean", clean, ["pair", "corpus"]),
-            ("bitext_rejected", rejected, ["pair", "corpus"]),
+            (lay.raw, raw, [lay.key, "corpus"]),
+            (lay.clean, clean, [lay.key, "corpus"]),
+            (lay.rejected, rejected, [lay.key, "corpus"]),
             ("filter_stats", stats, ["run_id"]),
         ]:
             self.lake.ensure_table(table, df.schema, parts)
@@ -181,13 +200,15 @@ class FilterRun:
                 f"{self.dir}/filter_stats/run_id={self.run_id}",
             )
         ]
-        for pair, corpus in keys:
-            part = {"pair": pair, "corpus": corpus}
-            base = f"{self.dir}/bitext/pair={pair}/corpus={corpus}"
+        lay = self.layout
+        for key, corpus in keys:
+            part = {lay.key: key, "corpus": corpus}
+            where = f"{lay.key}={key}/corpus={corpus}"
+            base = f"{self.dir}/{lay.prefix}/{where}"
             for table, location in [
-                ("bitext_raw", f"{self.dir}/bitext_raw/pair={pair}/corpus={corpus}"),
-                ("bitext_rejected", f"{base}/outcome=rejected"),
-                ("bitext_clean", f"{base}/outcome=clean"),
+                (lay.raw, f"{self.dir}/{lay.raw}/{where}"),
+                (lay.rejected, f"{base}/outcome=rejected"),
+                (lay.clean, f"{base}/outcome=clean"),
             ]:
                 self.lake.mkdirs(location)  # a partition with no rows still needs its directory
                 flips.append(Flip(table, part, location))

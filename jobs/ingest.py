@@ -1,4 +1,5 @@
-"""Read raw bitext (TSV, Moses file pairs, Parquet; plain or gzip) into rows with provenance.
+"""Read raw bitext (TSV, Moses file pairs, Parquet, a lake table) or monolingual text (one
+sentence a line, Parquet, a lake table) into rows with provenance; plain or gzip.
 
 Every input line becomes exactly one row. Lines that cannot be a pair are kept with an
 `ingest_error` (malformed_line, invalid_utf8, nul_byte, line_too_long) and rejected later,
@@ -30,25 +31,44 @@ class InputError(ValueError):
     """Input that cannot be read at all (missing file, mismatched Moses pair, empty file)."""
 
 
-def detect_format(inp: InputConf) -> str:
+BITEXT_FORMATS = ("tsv", "moses", "parquet", "table")
+MONO_FORMATS = ("text", "parquet", "table")
+
+
+def detect_format(inp: InputConf, mono: bool = False) -> str:
     if inp.format != "auto":
         return inp.format
     if all(p.rstrip("/").endswith(".parquet") for p in inp.paths):
         return "parquet"
+    if mono:
+        return "text"
     return {1: "tsv", 2: "moses"}.get(len(inp.paths), "tsv")
 
 
-def read_input(spark: SparkSession, inp: InputConf, pair: str, max_line_chars: int) -> DataFrame:
-    fmt = detect_format(inp)
+def read_input(
+    spark: SparkSession, inp: InputConf, key: str, max_line_chars: int, mono: bool = False
+) -> DataFrame:
+    """Rows of one configured input; `key` (the pair, or the language of monolingual text)
+    goes into the `pair` column. Monolingual rows have their text in `src` and a null `tgt`."""
+    fmt = detect_format(inp, mono)
+    allowed = MONO_FORMATS if mono else BITEXT_FORMATS
+    if fmt not in allowed:
+        kind = "monolingual" if mono else "bitext"
+        raise InputError(f"corpus {inp.corpus}: format {fmt!r} is not for {kind}; use {allowed}")
+    columns = ("text",) if mono else ("src", "tgt")
     if fmt == "moses":
         if len(inp.paths) != 2:
             raise InputError(f"corpus {inp.corpus}: a Moses pair needs 2 paths, got {inp.paths}")
         rows = read_moses(spark, inp.paths[0], inp.paths[1], max_line_chars)
     elif fmt == "parquet":
-        rows = read_parquet(spark, inp.paths)
+        rows = read_columns(open_parquet(spark, inp.paths), columns, f"Parquet {inp.paths}")
+    elif fmt == "table":
+        rows = read_columns(open_table(spark, inp), columns, f"table {inp.paths[0]}")
+    elif fmt == "text":
+        rows = union_all([read_text(spark, p, max_line_chars) for p in inp.paths])
     else:
         rows = union_all([read_tsv(spark, p, max_line_chars) for p in inp.paths])
-    rows = rows.withColumn("pair", F.lit(pair)).withColumn("corpus", F.lit(inp.corpus))
+    rows = rows.withColumn("pair", F.lit(key)).withColumn("corpus", F.lit(inp.corpus))
     row_id = F.xxhash64("pair", "corpus", "file", "line")
     return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
 
@@ -168,23 +188,57 @@ def read_moses(spark: SparkSession, src_path: str, tgt_path: str, max_line_chars
     )
 
 
-def read_parquet(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """Parquet with string columns `src` and `tgt`; other columns are kept as JSON in `extra`."""
+def read_text(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
+    """Monolingual text, one sentence a line: the whole line is `src`, `tgt` is null."""
+    numbered, _ = numbered_lines(spark, path)
+    return numbered.select(
+        "file",
+        F.lit(None).cast("string").alias("file_tgt"),
+        "line",
+        F.make_valid_utf8("value").alias("src"),
+        F.lit(None).cast("string").alias("tgt"),
+        F.array().cast("array<string>").alias("extra"),
+        line_problem(F.col("value"), F.col("utf8_ok"), max_line_chars).alias("ingest_error"),
+    )
+
+
+def open_parquet(spark: SparkSession, paths: list[str]) -> DataFrame:
     try:
-        df = spark.read.parquet(*paths)
+        return spark.read.parquet(*paths)
     except Exception as err:
         raise InputError(f"cannot read Parquet {paths}: {err}") from None
-    missing = [c for c in ("src", "tgt") if c not in df.columns]
+
+
+def open_table(spark: SparkSession, inp: InputConf) -> DataFrame:
+    """A catalog table (e.g. sluice.synthetic), optionally filtered by `where`."""
+    if len(inp.paths) != 1:
+        raise InputError(f"corpus {inp.corpus}: format table takes one table name")
+    name = inp.paths[0]
+    if not spark.catalog.tableExists(name):
+        raise InputError(f"corpus {inp.corpus}: no table {name} in the catalog")
+    df = spark.table(name)
+    try:
+        return df.where(inp.where) if inp.where else df
+    except Exception as err:  # AnalysisException: a bad filter
+        raise InputError(f"corpus {inp.corpus}: bad `where` {inp.where!r}: {err}") from None
+
+
+def read_columns(df: DataFrame, columns: tuple[str, ...], what: str) -> DataFrame:
+    """String columns `src`/`tgt` (bitext) or `text` (monolingual) of Parquet data; the other
+    columns are kept as one JSON object in `extra` (provenance, e.g. a synthetic pair's
+    method and model)."""
+    missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InputError(f"Parquet input {paths} lacks column(s) {missing}; has {df.columns}")
-    others = [c for c in df.columns if c not in ("src", "tgt")]
+        raise InputError(f"{what} lacks column(s) {missing}; has {df.columns}")
+    others = [c for c in df.columns if c not in columns]
     extra = F.array(F.to_json(F.struct(*others))) if others else F.array().cast("array<string>")
+    src, tgt = (columns[0], None) if len(columns) == 1 else columns
     return df.select(
         F.col("_metadata.file_path").alias("file"),
         F.lit(None).cast("string").alias("file_tgt"),
         (F.col("_metadata.row_index") + 1).alias("line"),
-        F.col("src").cast("string").alias("src"),
-        F.col("tgt").cast("string").alias("tgt"),
+        F.col(src).cast("string").alias("src"),
+        (F.col(tgt) if tgt else F.lit(None)).cast("string").alias("tgt"),
         extra.alias("extra"),
         F.lit(None).cast("string").alias("ingest_error"),
     )

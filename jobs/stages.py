@@ -13,7 +13,7 @@ from udfs import normalize as N
 from udfs.dedup import dedup_key
 from udfs.moses_punct import moses_punct_normalize
 from udfs.rules import RULE_STAGE, first_failure, score_columns
-from udfs.sides import SideOptions, side_analyzer
+from udfs.sides import SIDE_SCHEMA, SideOptions, side_analyzer
 
 CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
@@ -52,10 +52,9 @@ def jvm_steps(lang: str, conf: NormalizeConf) -> list[Callable[[Column], Column]
 
 def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) -> DataFrame:
     """Normalized src/tgt plus `src_a`/`tgt_a` analysis structs (one Python pass per row)."""
-    src_lang, tgt_lang = cfg.langs
     ok = F.col("ingest_error").isNull()
     df = raw
-    for side, lang in (("src", src_lang), ("tgt", tgt_lang)):
+    for side, lang in cfg.sides:
         # One projection per step. Steps read their input several times (a guard, then the
         # rewrite), and unescaping goes through `reflect`, which Spark treats as
         # nondeterministic and so never shares: nested in one expression, each read would
@@ -63,11 +62,13 @@ def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) 
         for step in jvm_steps(lang, cfg.normalize):
             df = df.withColumn(side, F.when(ok, step(F.col(side))).otherwise(F.col(side)))
     n = cfg.normalize
-    for side, lang in (("src", src_lang), ("tgt", tgt_lang)):
+    for side, lang in cfg.sides:
         opts = SideOptions(
             lang, langid_model, n.traditional_to_simplified, n.fullwidth_to_halfwidth
         )
         df = df.withColumn(f"{side}_a", side_analyzer(opts)(F.when(ok, F.col(side))))
+    if cfg.mono:  # no target side: its scores come out null and its rules are skipped
+        df = df.withColumn("tgt_a", F.lit(None).cast(f"struct<{SIDE_SCHEMA}>"))
     return df.withColumn("src", F.coalesce("src_a.text", "src")).withColumn(
         "tgt", F.coalesce("tgt_a.text", "tgt")
     )
@@ -141,6 +142,6 @@ def pair_score_rules(cfg: FilterConfig) -> list[tuple[str, str]]:
 def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
     """(stage, rule) in the order rows meet them, for stats and the funnel."""
     ingest = [("ingest", e) for e in INGEST_ERRORS]
-    rules = [(RULE_STAGE.get(r, "rules"), r) for r in cfg.rules.order]
+    rules = [(RULE_STAGE.get(r, "rules"), r) for r in cfg.rule_order]
     dedups = [("dedup", r) for r in dedup_rules(cfg)]
     return ingest + rules + dedups + pair_score_rules(cfg)

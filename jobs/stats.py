@@ -1,5 +1,5 @@
-"""Filter statistics (per run x pair x corpus x stage x rule), the conservation check and the
-funnel printed at the end of a run."""
+"""Filter statistics (per run x pair x corpus x stage x rule; a monolingual run's language
+stands in the `pair` column), the conservation check and the funnel printed at the end."""
 
 from __future__ import annotations
 
@@ -25,19 +25,21 @@ class Counts:
     clean: dict[tuple[str, str], int]
 
 
-def count_outcomes(raw: DataFrame, decided: DataFrame) -> Counts:
+def count_outcomes(raw: DataFrame, decided: DataFrame, key: str = "pair") -> Counts:
+    """Rows in per (key, corpus), and where they went; `key` is the column naming the pair
+    (or a monolingual run's language) in `decided`."""
     rows_in = {
         (r.pair, r.corpus): r["count"] for r in raw.groupBy("pair", "corpus").count().collect()
     }
     rejected: dict = defaultdict(dict)
     clean: dict = defaultdict(int)
-    grouped = decided.groupBy("pair", "corpus", "reject_stage", "reject_rule").count().collect()
+    grouped = decided.groupBy(key, "corpus", "reject_stage", "reject_rule").count().collect()
     for r in grouped:
-        key = (r.pair, r.corpus)
+        key_value = (r[key], r.corpus)
         if r.reject_rule is None:
-            clean[key] += r["count"]
+            clean[key_value] += r["count"]
         else:
-            rejected[key][(r.reject_stage, r.reject_rule)] = r["count"]
+            rejected[key_value][(r.reject_stage, r.reject_rule)] = r["count"]
     return Counts(rows_in, dict(rejected), dict(clean))
 
 

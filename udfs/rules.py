@@ -82,7 +82,7 @@ def bracket_mismatch(col: Column) -> Column:
     total = F.lit(0)
     for opens, closes in BRACKETS:
         total = total + F.abs(count_chars(col, opens) - count_chars(col, closes))
-    return total + count_chars(col, '"') % 2
+    return F.coalesce(total + count_chars(col, '"') % 2, F.lit(0))  # a null side has none
 
 
 def nonspace_chars(col: Column) -> Column:
@@ -165,7 +165,7 @@ def rule_failures(cfg: FilterConfig) -> dict[str, Column]:
     return {
         # A null side (Parquet input can hold nulls) is empty too, so it cannot pass as clean.
         "empty": (F.coalesce(c("src_chars"), F.lit(0)) == 0)
-        | (F.coalesce(c("tgt_chars"), F.lit(0)) == 0),
+        | (F.lit(not cfg.mono) & (F.coalesce(c("tgt_chars"), F.lit(0)) == 0)),
         "identical": c("identical"),
         "too_many_tokens": F.greatest("src_tokens", "tgt_tokens") > r.max_tokens,
         "long_word": F.greatest("src_max_word_chars", "tgt_max_word_chars") > r.max_word_chars,
@@ -190,7 +190,7 @@ def first_failure(cfg: FilterConfig) -> Column:
     return F.coalesce(
         *[
             F.when(F.coalesce(failures[name], F.lit(False)), F.lit(name))
-            for name in cfg.rules.order
+            for name in cfg.rule_order
         ],
         F.lit(None).cast("string"),
     )

@@ -1,0 +1,62 @@
+"""Which tables a filter run writes, and the shape of their rows: bitext (pairs) or
+monolingual text. The stages work on one internal shape (`pair`, `src`, `tgt`, `src_*`
+scores); a monolingual run's rows are renamed to their own shape only when written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+PAIR_COLUMNS = frozenset({"tgt", "file_tgt", "token_ratio", "identical"})
+MONO_RENAMES = {"pair": "lang", "src": "text", "src_lang": "lid_lang", "src_lang_prob": "lid_prob"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    mono: bool
+
+    @property
+    def prefix(self) -> str:
+        return "mono" if self.mono else "bitext"
+
+    @property
+    def raw(self) -> str:
+        return f"{self.prefix}_raw"
+
+    @property
+    def clean(self) -> str:
+        return f"{self.prefix}_clean"
+
+    @property
+    def rejected(self) -> str:
+        return f"{self.prefix}_rejected"
+
+    @property
+    def key(self) -> str:
+        """The partition column that names what the rows are: the pair, or the language."""
+        return "lang" if self.mono else "pair"
+
+    def outward(self, df: DataFrame) -> DataFrame:
+        """Rows as the tables hold them. Monolingual: no target-side columns, `text` for
+        `src`, `lang` for `pair`, score columns without their `src_` prefix."""
+        if not self.mono:
+            return df
+        kept = [c for c in df.columns if c not in PAIR_COLUMNS and not c.startswith("tgt_")]
+        return df.select(*[F.col(c).alias(mono_name(c)) for c in kept])
+
+    def inward(self, df: DataFrame) -> DataFrame:
+        """Raw rows read back from the lake, in the stages' shape."""
+        if not self.mono:
+            return df
+        back = {v: k for k, v in MONO_RENAMES.items()}
+        cols = [F.col(c).alias(back.get(c, c)) for c in df.columns]
+        none = F.lit(None).cast("string")
+        return df.select(*cols, none.alias("tgt"), none.alias("file_tgt"))
+
+
+def mono_name(column: str) -> str:
+    if column in MONO_RENAMES:
+        return MONO_RENAMES[column]
+    return column.removeprefix("src_")
