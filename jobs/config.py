@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DEFAULTS = CONF_DIR / "defaults.yaml"
+M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(ValueError):
@@ -308,7 +309,18 @@ def load_config(
     extra: dict | None = None,
 ) -> FilterConfig:
     """defaults.yaml <- config file chain <- `extra` (from flags) <- `--set` overrides."""
-    data = read_yaml(DEFAULTS)
+    return load_validated(FilterConfig, DEFAULTS, path, overrides, extra)
+
+
+def load_validated(
+    model: type[M],
+    defaults: Path,
+    path: str | Path | None,
+    overrides: list[str] | None,
+    extra: dict | None,
+) -> M:
+    """`defaults` <- config file chain <- `extra` <- `--set` overrides, validated as `model`."""
+    data = read_yaml(defaults)
     if path is not None:
         data = deep_merge(data, load_chain(Path(path)))
     if extra:
@@ -316,7 +328,7 @@ def load_config(
     for text in overrides or []:
         data = deep_merge(data, parse_override(text))
     try:
-        return FilterConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as err:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in err.errors()

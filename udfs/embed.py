@@ -27,8 +27,9 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import DoubleType, StructField, StructType
 
-from udfs.encoders import BACKENDS, DEVICES, load_encoder, resolve_device, resolve_model, task_cpus
+from udfs.encoders import BACKENDS, DEVICES, load_encoder, resolve_device, resolve_model
 from udfs.scoring import score_where
+from udfs.task import task_cpus
 
 COSINE = "embed_cosine"
 MARGIN = "embed_margin"

@@ -23,6 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from udfs.paths import shipped
+from udfs.task import task_gpu
 
 USE_FILES = ("sp.model", "weights.npz")
 BACKENDS = ("use", "sentence-transformers")
@@ -118,25 +119,6 @@ class SentenceTransformerEncoder:
                 out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
             out[idx] = emb
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
-
-
-def task_gpu() -> str | None:
-    """`cuda:<address>` of the GPU Spark's resource scheduling gave the running task, if any."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    gpus = ctx.resources().get("gpu") if ctx is not None else None
-    if gpus is None or not gpus.addresses:
-        return None
-    return f"cuda:{gpus.addresses[0]}"
-
-
-def task_cpus() -> int:
-    """Cores this task may use: spark.task.cpus inside a Spark task, else the machine's."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
-    return max(1, ctx.cpus()) if ctx is not None else os.cpu_count() or 1
 
 
 def resolve_device(backend: str, requested: str) -> str:

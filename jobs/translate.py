@@ -1,0 +1,350 @@
+"""The translate job: back- and forward-translation with CTranslate2 into the lake.
+
+    spark-submit jobs/translate.py --config conf/bt-zh-en.yaml
+    spark-submit jobs/translate.py --model models/en-zh-ct2 --direction en-zh \\
+        --method sampling [--input-table sluice.mono_clean] [--corpus news] [--limit 1000000]
+
+A run has one or more streams (one model, direction, method and input each; FTST is a
+forward stream plus a back stream, balanced by `balance: true` and their weights). Each
+stream reads sentences from a lake table (`mono_clean` by default), decodes them on the
+executors (udfs/translate.py) and writes `synthetic` (direction, method and parameters, model
+id, round, source row id, score) or, with a reason, `synthetic_rejected`; `translate_stats`
+counts them. Every selected sentence ends in exactly one of the two; the run checks that
+before it commits, and commits like the filter job (all or nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from jobs.config import ConfigError
+from jobs.ingest import InputError, union_all
+from jobs.lake import Flip, Lake, write_staged
+from jobs.runs import RunRecord, new_run_id
+from jobs.session import build_session, spark_sql_command
+from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
+from udfs.text_codec import load_codec
+from udfs.translate import OUTPUT_SCHEMA, decoder
+
+STATS_SCHEMA = (
+    "stream string, direction string, role string, method string, model string, "
+    "available long, selected long, synthetic long, rejected long, "
+    "rejected_by map<string, bigint>, tgt_tokens long, run_id string"
+)
+HASH_RANGE = 1 << 31  # selection: a row is kept when its seeded hash falls below a threshold
+
+
+def log(message: str) -> None:
+    print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="jobs/translate.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="YAML config (extends conf/translate-defaults.yaml)")
+    p.add_argument("--model", help="CTranslate2 model directory: one stream from the flags")
+    p.add_argument("--direction", help="with --model: input-output languages, e.g. en-zh")
+    p.add_argument("--method", choices=["beam", "greedy", "sampling", "noised_beam"])
+    p.add_argument("--role", choices=["back", "forward"], help="with --model (default back)")
+    p.add_argument("--name", help="with --model: stream name (default: role-method)")
+    p.add_argument("--input-table", help="with --model: table to read (sluice.mono_clean)")
+    p.add_argument("--corpus", action="append", help="with --model: corpus to read (repeat)")
+    p.add_argument("--limit", type=int, help="with --model: translate about this many")
+    p.add_argument("--round", type=int, help="back-translation round (stored per row)")
+    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set decoding.batch_tokens=4096")
+    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    return p.parse_args(argv)
+
+
+def stream_from_flags(args: argparse.Namespace) -> dict:
+    if not args.direction:
+        raise ConfigError("--model needs --direction (e.g. en-zh)")
+    role = args.role or "back"
+    method = args.method or "beam"
+    stream: dict = {"name": args.name or f"{role}-{method}", "model": args.model,
+                    "direction": args.direction, "role": role, "method": method, "input": {}}
+    if args.input_table:
+        stream["input"]["table"] = args.input_table
+    if args.corpus:
+        stream["input"]["corpora"] = args.corpus
+    if args.limit:
+        stream["input"]["limit"] = args.limit
+    return stream
+
+
+def config_from_args(args: argparse.Namespace) -> TranslateConfig:
+    extra: dict = {}
+    if args.lake:
+        extra["lake"] = {"root": args.lake}
+    if args.round:
+        extra["round"] = args.round
+    if args.model:
+        extra["streams"] = [stream_from_flags(args)]  # replaces the config's streams
+    elif args.direction or args.input_table or args.corpus or args.limit or args.name:
+        raise ConfigError("--direction/--input-table/--corpus/--limit/--name go with --model")
+    cfg = load_translate_config(args.config, args.set, extra)
+    if not cfg.streams:
+        raise ConfigError("nothing to translate: list `streams:` in the config or pass --model")
+    return cfg
+
+
+def model_id(model_dir: str) -> str:
+    """A hash of every file in the model directory (names and bytes): which model made a row,
+    however the directory is named or copied."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(model_dir):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, model_dir).encode() + b"\0")
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def quotas(available: dict[str, int], limits: dict[str, int | None],
+           weights: dict[str, float], balance: bool) -> dict[str, int]:
+    """Sentences each stream translates: its available rows capped by its limit, and with
+    `balance` scaled down so the streams' outputs stand in the ratio of their weights."""
+    capped = {n: min(a, limits[n]) if limits[n] else a for n, a in available.items()}
+    if not balance:
+        return capped
+    scale = min(capped[n] / weights[n] for n in capped)
+    return {n: min(capped[n], int(scale * weights[n])) for n in capped}
+
+
+@dataclass
+class Stream:
+    conf: StreamConf
+    model_dir: str
+    model: str  # model id
+    rows: DataFrame  # (stream, source_table, source_corpus, source_row_id, src)
+    available: int
+
+
+class TranslateRun:
+    def __init__(self, spark: SparkSession, lake: Lake, cfg: TranslateConfig, run_id: str):
+        self.spark, self.lake, self.cfg, self.run_id = spark, lake, cfg, run_id
+        self.dir = lake.run_dir(run_id)
+
+    # -- inputs --------------------------------------------------------------------------
+    def open_stream(self, conf: StreamConf) -> Stream:
+        """Check the model and input of a stream (fail before anything is written)."""
+        model_dir = os.path.abspath(conf.model)
+        if not os.path.isdir(model_dir):
+            raise InputError(f"stream {conf.name}: model directory not found: {conf.model}")
+        try:  # the tokenizer settings are checked here, not in the first task
+            load_codec(model_dir, self.cfg.decode_spec(conf, model_dir).codec)
+        except (ValueError, OSError, KeyError) as err:
+            raise ConfigError(f"stream {conf.name}: tokenizer: {err}") from None
+        rows = self.input_rows(conf)
+        available = rows.count()
+        log(f"stream {conf.name}: {available:,} sentences available in {conf.input.table}")
+        return Stream(conf, model_dir, model_id(model_dir), rows, available)
+
+    def input_rows(self, conf: StreamConf) -> DataFrame:
+        inp = conf.input
+        if not self.spark.catalog.tableExists(inp.table):
+            raise InputError(f"stream {conf.name}: no table {inp.table} in the catalog")
+        df = self.spark.table(inp.table)
+        missing = [c for c in ("row_id", inp.column) if c not in df.columns]
+        if missing:
+            raise InputError(f"stream {conf.name}: {inp.table} has no column(s) {missing}")
+        if "lang" in df.columns:
+            df = df.where(F.col("lang") == (inp.lang or conf.langs[0]))
+        if inp.corpora:
+            df = df.where(F.col("corpus").isin(inp.corpora))
+        if inp.where:
+            try:
+                df = df.where(inp.where)
+            except Exception as err:  # AnalysisException: a bad filter
+                raise InputError(f"stream {conf.name}: bad where {inp.where!r}: {err}") from None
+        corpus = F.col("corpus") if "corpus" in df.columns else F.lit(None).cast("string")
+        return df.select(
+            F.lit(conf.name).alias("stream"),
+            F.lit(inp.table).alias("source_table"),
+            corpus.alias("source_corpus"),
+            F.col("row_id").alias("source_row_id"),
+            F.col(inp.column).alias("src"),
+        )
+
+    def select(self, streams: list[Stream]) -> DataFrame:
+        """Each stream's quota of its rows, by a seeded hash (the same rows on a rerun)."""
+        wanted = quotas(
+            {s.conf.name: s.available for s in streams},
+            {s.conf.name: s.conf.input.limit for s in streams},
+            {s.conf.name: s.conf.weight for s in streams},
+            self.cfg.balance,
+        )
+        frames = []
+        for s in streams:
+            share = wanted[s.conf.name] / s.available if s.available else 0.0
+            log(f"stream {s.conf.name}: translating about {wanted[s.conf.name]:,} ({share:.1%})")
+            draw = F.xxhash64("source_row_id", F.lit(s.conf.seed)) % HASH_RANGE
+            frames.append(s.rows if share >= 1 else s.rows.where(F.abs(draw) < share * HASH_RANGE))
+        return union_all(frames)
+
+    # -- decoding ------------------------------------------------------------------------
+    def decode(self, s: Stream, rows: DataFrame) -> DataFrame:
+        spec = self.cfg.decode_spec(s.conf, s.model_dir)
+        out_schema = StructType(rows.schema.fields + StructType.fromDDL(OUTPUT_SCHEMA).fields[1:])
+        decoded = rows.mapInPandas(decoder(spec), out_schema)
+        c = s.conf
+        return decoded.select(
+            F.xxhash64(F.lit(self.run_id), "stream", "source_row_id").alias("row_id"),
+            "stream",
+            F.lit(c.role).alias("role"),
+            "src",
+            "tgt",
+            "hypothesis",
+            "score",
+            "src_tokens",
+            "tgt_tokens",
+            F.lit(c.method).alias("method"),
+            F.lit(json.dumps(c.params(), sort_keys=True)).alias("params"),
+            F.lit(s.model).alias("model"),
+            F.lit(c.model).alias("model_path"),
+            F.lit(self.cfg.round).alias("round"),
+            "source_table",
+            "source_corpus",
+            "source_row_id",
+            "reject_reason",
+            F.when(F.col("reject_reason").isNull(), "synthetic")
+            .otherwise("rejected")
+            .alias("outcome"),
+            F.lit(c.direction).alias("direction"),
+        )
+
+    def execute(self, streams: list[Stream]) -> list[Flip]:
+        parts = self.cfg.decoding.partitions or self.spark.sparkContext.defaultParallelism
+        log(f"staging the selected sentences in {parts} partitions")
+        selected = self.select(streams).repartition(parts)
+        write_staged(selected, f"{self.dir}/translate_input", ["stream"])
+        staged = self.spark.read.parquet(f"{self.dir}/translate_input")
+        started = time.time()
+        decoded = union_all(
+            [self.decode(s, staged.where(F.col("stream") == s.conf.name)) for s in streams]
+        )
+        log("decoding (" + ", ".join(f"{s.conf.name}: {s.conf.method}" for s in streams) + ")")
+        write_staged(decoded, f"{self.dir}/synthetic", ["direction", "outcome"])
+        seconds = time.time() - started
+        result = self.spark.read.parquet(f"{self.dir}/synthetic")
+        stats = self.stats(streams, staged, result)
+        self.lake.delete(f"{self.dir}/translate_input")
+        write_staged(stats, f"{self.dir}/translate_stats", ["run_id"])
+        self.report(stats, seconds)
+        self.ensure_tables(result, stats)
+        return self.flips(sorted({s.conf.direction for s in streams}))
+
+    # -- counting and committing ---------------------------------------------------------
+    def stats(self, streams: list[Stream], staged: DataFrame, result: DataFrame) -> DataFrame:
+        """One row per stream; raises ConservationError unless selected = synthetic + rejected."""
+        from jobs.stats import ConservationError
+
+        selected = {r.stream: r["count"] for r in staged.groupBy("stream").count().collect()}
+        grouped = result.groupBy("stream", "reject_reason").agg(
+            F.count("*").alias("n"), F.sum("tgt_tokens").alias("tokens")
+        ).collect()
+        rows, problems = [], []
+        for s in streams:
+            name = s.conf.name
+            mine = [g for g in grouped if g.stream == name]
+            rejected_by = {g.reject_reason: g.n for g in mine if g.reject_reason is not None}
+            synthetic = sum(g.n for g in mine if g.reject_reason is None)
+            tokens = sum(g.tokens or 0 for g in mine if g.reject_reason is None)
+            n_sel = selected.get(name, 0)
+            if n_sel != synthetic + sum(rejected_by.values()):
+                problems.append(f"{name}: selected {n_sel} != synthetic {synthetic} + "
+                                f"rejected {sum(rejected_by.values())}")
+            c = s.conf
+            rows.append((name, c.direction, c.role, c.method, s.model, s.available, n_sel,
+                         synthetic, sum(rejected_by.values()), rejected_by, tokens, self.run_id))
+        if problems:
+            raise ConservationError("rows were lost or duplicated: " + "; ".join(problems))
+        return self.spark.createDataFrame(rows, STATS_SCHEMA)
+
+    def report(self, stats: DataFrame, seconds: float) -> None:
+        lines = []
+        total = 0
+        for r in stats.collect():
+            total += r.tgt_tokens
+            why = ", ".join(f"{k} {v:,}" for k, v in sorted(r.rejected_by.items())) or "none"
+            lines.append(f"  {r.stream:<16} {r.direction} {r.method:<12} selected "
+                         f"{r.selected:>9,}  synthetic {r.synthetic:>9,}  rejected {why}")
+        rate = total / seconds if seconds else 0.0
+        log(f"decoded {total:,} target tokens in {seconds:.1f} s ({rate:,.0f} tokens/s, "
+            "incl. writing)\n" + "\n".join(lines))
+
+    def ensure_tables(self, result: DataFrame, stats: DataFrame) -> None:
+        rows = result.drop("outcome").withColumn("run_id", F.lit(self.run_id))
+        keys = ["direction", "run_id"]
+        self.lake.ensure_table("synthetic", rows.drop("reject_reason").schema, keys)
+        self.lake.ensure_table("synthetic_rejected", rows.schema, keys)
+        self.lake.ensure_table("translate_stats", stats.schema, ["run_id"])
+
+    def flips(self, directions: list[str]) -> list[Flip]:
+        flips = [Flip("translate_stats", {"run_id": self.run_id},
+                      f"{self.dir}/translate_stats/run_id={self.run_id}")]
+        for direction in directions:
+            part = {"direction": direction, "run_id": self.run_id}
+            base = f"{self.dir}/synthetic/direction={direction}"
+            for table, outcome in (("synthetic", "synthetic"), ("synthetic_rejected", "rejected")):
+                self.lake.mkdirs(f"{base}/outcome={outcome}")  # a partition with no rows
+                flips.append(Flip(table, part, f"{base}/outcome={outcome}"))
+        return flips
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    spark = build_session("sluice-translate", cfg.lake.root, cfg.spark.master, cfg.spark.conf)
+    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
+    for run_id in lake.recover():
+        log(f"rolled forward the interrupted commit of run {run_id}")
+    run_id = args.run_id or new_run_id(cfg.hash())
+    job = TranslateRun(spark, lake, cfg, run_id)
+    streams = [job.open_stream(s) for s in cfg.streams]  # bad input fails before any write
+    inputs = [{"stream": s.conf.name, "table": s.conf.input.table, "model": s.model}
+              for s in streams]
+    record = RunRecord(spark, lake, run_id, "translate", cfg.resolved(), cfg.hash(), inputs)
+    record.mark("running")
+    log(f"run {run_id}, lake {cfg.lake.root}")
+    try:
+        flips = job.execute(streams)
+        lake.commit(run_id, [*flips, record.flip("succeeded")])
+    except BaseException as err:
+        record.mark("failed", f"{type(err).__name__}: {err}")
+        raise
+    db = cfg.lake.database
+    log(f"committed run {run_id} to {cfg.lake.root} (database `{db}`)")
+    log(f'query: {spark_sql_command(cfg.lake.root)} -e "SELECT method, model, count(*) '
+        f"FROM {db}.synthetic WHERE run_id = '{run_id}' GROUP BY 1, 2\"")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except (ConfigError, InputError) as err:
+        print(f"sluice: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Typed configuration of jobs/translate.py: conf/translate-defaults.yaml, then a config file
+(`extends` chains), then flags and `--set a.b=c` overrides. Unknown keys are errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from jobs.config import (
+    CONF_DIR,
+    LakeConf,
+    SparkConf,
+    Strict,
+    load_validated,
+)
+from udfs.noise import Noise
+from udfs.text_codec import CodecSpec
+from udfs.translate import DecodeSpec
+
+DEFAULTS = CONF_DIR / "translate-defaults.yaml"
+
+
+class TokenizerConf(Strict):
+    """How text becomes model tokens (udfs/text_codec.py)."""
+
+    kind: Literal["auto", "sluice", "sentencepiece"] = "auto"
+    source_model: str | None = None
+    target_model: str | None = None
+    source_prefix: list[str] = Field(default_factory=list)
+    source_suffix: list[str] = Field(default_factory=list)
+    target_prefix: list[str] = Field(default_factory=list)
+
+
+class NoiseConf(Strict):
+    delete: float = Field(0.05, ge=0, le=1)
+    filler: float = Field(0.05, ge=0, le=1)
+    swap: float = Field(0.05, ge=0, le=1)
+    filler_token: str = "<blank>"
+    max_swap_distance: int = Field(3, ge=1)
+
+
+class InputConf(Strict):
+    """Which sentences a stream translates: a lake table (monolingual by default)."""
+
+    table: str = "sluice.mono_clean"
+    column: str = "text"
+    lang: str | None = None  # rows whose `lang` column is this; default: the direction's source
+    corpora: list[str] = Field(default_factory=list)  # empty: every corpus
+    where: str | None = None  # any further SQL filter
+    limit: int | None = Field(None, gt=0)  # at most about this many (a seeded hash sample)
+
+
+class StreamConf(Strict):
+    name: str
+    model: str  # a CTranslate2 model directory (the same path on every executor)
+    direction: str  # model input-output languages, e.g. en-zh
+    role: Literal["back", "forward"] = "back"  # for the system being trained
+    input: InputConf = InputConf()
+    method: Literal["beam", "greedy", "sampling", "noised_beam"] = "beam"
+    beam_size: int = Field(4, ge=1)
+    length_penalty: float = 1.0
+    topk: int = Field(10, ge=0)  # sampling: 0 samples from the whole distribution
+    temperature: float = Field(1.0, gt=0)
+    noise: NoiseConf = NoiseConf()
+    target_tag: str | None = None  # multilingual sluice model: default the direction's target
+    tokenizer: TokenizerConf = TokenizerConf()
+    weight: float = Field(1.0, gt=0)  # share of the output when `balance` is on
+    seed: int = 1
+
+    @field_validator("name")
+    @classmethod
+    def safe_name(cls, value: str) -> str:
+        if not value or not all(c.isalnum() or c in "-_" for c in value):
+            raise ValueError(f"stream name {value!r}: letters, digits, - and _ only")
+        return value
+
+    @field_validator("direction")
+    @classmethod
+    def two_languages(cls, value: str) -> str:
+        if value.count("-") != 1 or not all(value.split("-")):
+            raise ValueError(f"direction {value!r} must look like 'en-zh' (input-output)")
+        return value
+
+    @property
+    def langs(self) -> tuple[str, str]:
+        src, tgt = self.direction.split("-")
+        return src, tgt
+
+    def params(self) -> dict[str, Any]:
+        """The method's parameters, as stored with every synthetic row."""
+        if self.method == "greedy":
+            return {}
+        if self.method == "sampling":
+            return {"topk": self.topk, "temperature": self.temperature, "seed": self.seed}
+        params: dict[str, Any] = {
+            "beam_size": self.beam_size,
+            "length_penalty": self.length_penalty,
+        }
+        if self.method == "noised_beam":
+            params |= {"noise": self.noise.model_dump(), "seed": self.seed}
+        return params
+
+
+class DecodingConf(Strict):
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    compute_type: str = "default"  # CTranslate2: default, int8, int8_float16, float16, ...
+    threads: int = Field(0, ge=0)  # intra-op threads per task on the CPU; 0: spark.task.cpus
+    batch_tokens: int = Field(2048, gt=0)  # source tokens per decoder batch
+    max_input_tokens: int = Field(256, gt=0)  # longer inputs are rejected (input_too_long)
+    max_output_tokens: int = Field(256, gt=0)  # outputs hitting this are output_truncated
+    partitions: int = Field(0, ge=0)  # decoding tasks; 0: Spark's default parallelism
+
+
+class TranslateConfig(Strict):
+    lake: LakeConf = LakeConf()
+    spark: SparkConf = SparkConf()
+    round: int = Field(1, ge=1)  # which back-translation round this output belongs to
+    balance: bool = False  # FTST: scale every stream's input to its `weight` share
+    decoding: DecodingConf = DecodingConf()
+    streams: list[StreamConf] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def unique_streams(self) -> TranslateConfig:
+        names = [s.name for s in self.streams]
+        if len(set(names)) != len(names):
+            raise ValueError(f"stream names must be unique: {names}")
+        return self
+
+    def decode_spec(self, stream: StreamConf, model_dir: str) -> DecodeSpec:
+        t, d = stream.tokenizer, self.decoding
+        _, tgt = stream.langs
+        codec = CodecSpec(
+            kind=t.kind,
+            source_model=t.source_model,
+            target_model=t.target_model,
+            source_prefix=tuple(t.source_prefix),
+            source_suffix=tuple(t.source_suffix),
+            target_prefix=tuple(t.target_prefix),
+            target_tag=stream.target_tag or tgt,
+        )
+        return DecodeSpec(
+            model_dir=model_dir,
+            tgt_lang=tgt,
+            method=stream.method,
+            beam_size=stream.beam_size,
+            length_penalty=stream.length_penalty,
+            topk=stream.topk,
+            temperature=stream.temperature,
+            noise=Noise(**stream.noise.model_dump()),
+            seed=stream.seed,
+            codec=codec,
+            device=d.device,
+            compute_type=d.compute_type,
+            threads=d.threads,
+            batch_tokens=d.batch_tokens,
+            max_input_tokens=d.max_input_tokens,
+            max_output_tokens=d.max_output_tokens,
+        )
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def hash(self) -> str:
+        blob = json.dumps(self.resolved(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def load_translate_config(
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    extra: dict | None = None,
+) -> TranslateConfig:
+    """translate-defaults.yaml <- config file chain <- `extra` (flags) <- `--set` overrides."""
+    return load_validated(TranslateConfig, DEFAULTS, path, overrides, extra)

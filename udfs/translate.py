@@ -1,0 +1,180 @@
+"""Decode sentences with a CTranslate2 model inside Spark tasks (`mapInPandas`).
+
+Each Python worker loads the model and its tokenizer once (cached for the worker's life;
+Spark reuses workers across tasks), on the GPU Spark's resource scheduling gave the task,
+else on the CPU with `spark.task.cpus` intra-op threads. Every Arrow batch is tokenized,
+sorted by length and decoded in sub-batches of at most `batch_tokens` source tokens.
+
+Every input row comes out as exactly one row: a synthetic sentence, or a `reject_reason`
+(empty_input, input_too_long, empty_output, output_truncated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+
+import pandas as pd
+
+from udfs.noise import Noise, noise_text
+from udfs.task import task_cpus, task_gpu
+from udfs.text_codec import CodecSpec, TextCodec, load_codec
+
+METHODS = ("beam", "greedy", "sampling", "noised_beam")
+OUTPUT_SCHEMA = (
+    "source_row_id long, tgt string, hypothesis string, score float, "
+    "src_tokens int, tgt_tokens int, reject_reason string"
+)
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """How one stream decodes (built from the job's config; picklable for the workers)."""
+
+    model_dir: str
+    tgt_lang: str
+    method: str = "beam"
+    beam_size: int = 4
+    length_penalty: float = 1.0
+    topk: int = 10
+    temperature: float = 1.0
+    noise: Noise = field(default_factory=Noise)
+    seed: int = 1
+    codec: CodecSpec = field(default_factory=CodecSpec)
+    device: str = "auto"  # auto: the task's GPU if Spark assigned one, else the CPU
+    compute_type: str = "default"
+    threads: int = 0  # intra-op threads on the CPU; 0: spark.task.cpus
+    batch_tokens: int = 2048
+    max_input_tokens: int = 256
+    max_output_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method {self.method!r} is not one of {METHODS}")
+
+    def options(self) -> dict:
+        """CTranslate2 translate_batch options of the method."""
+        opts: dict = {
+            "max_batch_size": self.batch_tokens,
+            "batch_type": "tokens",
+            "max_input_length": 0,  # over-long inputs are rejected before, never truncated
+            "max_decoding_length": self.max_output_tokens,
+            "return_scores": True,
+        }
+        if self.method == "sampling":
+            opts |= {
+                "beam_size": 1,
+                "sampling_topk": self.topk,
+                "sampling_temperature": self.temperature,
+            }
+        elif self.method == "greedy":
+            opts |= {"beam_size": 1}
+        else:
+            opts |= {"beam_size": self.beam_size, "length_penalty": self.length_penalty}
+        return opts
+
+
+def device_of(requested: str) -> tuple[str, int]:
+    """(device, index): the GPU Spark assigned to this task, else the CPU (auto)."""
+    gpu = task_gpu()
+    if requested == "cpu" or (requested == "auto" and gpu is None):
+        return "cpu", 0
+    if gpu is None:
+        raise RuntimeError("decoding.device is cuda but Spark assigned no GPU to this task")
+    return "cuda", int(gpu.split(":")[1])
+
+
+@cache
+def load_translator(model_dir: str, device: str, index: int, compute_type: str, threads: int):
+    import ctranslate2
+
+    return ctranslate2.Translator(
+        model_dir,
+        device=device,
+        device_index=index,
+        compute_type=compute_type,
+        inter_threads=1,  # Spark runs one task per core (or GPU): parallelism comes from tasks
+        intra_threads=threads,
+    )
+
+
+@cache
+def cached_codec(model_dir: str, spec: CodecSpec) -> TextCodec:
+    return load_codec(model_dir, spec)
+
+
+def translate_rows(
+    translator, codec: TextCodec, spec: DecodeSpec, row_ids: list[int], texts: list[str | None]
+) -> pd.DataFrame:
+    """Decode one batch; one output row per input row (OUTPUT_SCHEMA)."""
+    n = len(texts)
+    out: dict[str, list] = {
+        "tgt": [None] * n,
+        "hypothesis": [None] * n,
+        "score": [None] * n,
+        "src_tokens": [None] * n,
+        "tgt_tokens": [None] * n,
+        "reject_reason": [None] * n,
+    }
+    tokens: dict[int, list[str]] = {}
+    for i, text in enumerate(texts):
+        if text is None or not text.strip():
+            out["reject_reason"][i] = "empty_input"
+            continue
+        tokens[i] = codec.encode(text)
+        out["src_tokens"][i] = len(tokens[i])
+        if len(tokens[i]) > spec.max_input_tokens:
+            out["reject_reason"][i] = "input_too_long"
+            del tokens[i]
+    order = sorted(tokens, key=lambda i: len(tokens[i]))  # little padding per sub-batch
+    prefix = codec.target_prefix()
+    results = translator.translate_batch(
+        [tokens[i] for i in order],
+        target_prefix=[prefix] * len(order) if prefix else None,
+        **spec.options(),
+    ) if order else []
+    for i, result in zip(order, results, strict=True):
+        hyp = result.hypotheses[0][len(prefix or []) :]
+        text = codec.decode(hyp)
+        out["hypothesis"][i], out["tgt_tokens"][i] = text, len(hyp)
+        out["score"][i] = result.scores[0]
+        if len(hyp) >= spec.max_output_tokens:
+            out["reject_reason"][i] = "output_truncated"  # stopped by the length limit
+        elif not text.strip():
+            out["reject_reason"][i] = "empty_output"
+        elif spec.method == "noised_beam":
+            out["tgt"][i] = noise_text(text, spec.tgt_lang, spec.noise, spec.seed, row_ids[i])
+        else:
+            out["tgt"][i] = text
+    frame = pd.DataFrame(out)
+    frame.insert(0, "source_row_id", pd.Series(row_ids, dtype="int64"))
+    frame["score"] = frame["score"].astype("float32")
+    for col in ("src_tokens", "tgt_tokens"):
+        frame[col] = frame[col].astype("Int32")
+    return frame
+
+
+def decoder(spec: DecodeSpec) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """The `mapInPandas` function: batches with `source_row_id` and `src` (and any other
+    columns, passed through) -> the same columns plus OUTPUT_SCHEMA's."""
+
+    def decode(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        import ctranslate2
+        from pyspark import TaskContext
+
+        device, index = device_of(spec.device)
+        threads = spec.threads or task_cpus()
+        translator = load_translator(spec.model_dir, device, index, spec.compute_type, threads)
+        codec = cached_codec(spec.model_dir, spec.codec)
+        ctx = TaskContext.get()
+        # Sampling is reproducible for the same partitioning of the same input.
+        ctranslate2.set_random_seed(spec.seed + (ctx.partitionId() if ctx else 0))
+        for batch in batches:
+            ids = batch["source_row_id"].astype("int64").tolist()
+            decoded = translate_rows(translator, codec, spec, ids, batch["src"].tolist())
+            yield pd.concat(
+                [batch.reset_index(drop=True), decoded.drop(columns="source_row_id")], axis=1
+            )
+
+    return decode
