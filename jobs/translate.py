@@ -185,7 +185,8 @@ class TranslateRun:
         )
 
     def select(self, streams: list[Stream]) -> DataFrame:
-        """Each stream's quota of its rows, by a seeded hash (the same rows on a rerun)."""
+        """Each stream's quota of its rows, by a hash of the row id: the same rows on a rerun,
+        and streams with the same quota of the same input take the same sentences."""
         wanted = quotas(
             {s.conf.name: s.available for s in streams},
             {s.conf.name: s.conf.input.limit for s in streams},
@@ -196,7 +197,7 @@ class TranslateRun:
         for s in streams:
             share = wanted[s.conf.name] / s.available if s.available else 0.0
             log(f"stream {s.conf.name}: translating about {wanted[s.conf.name]:,} ({share:.1%})")
-            draw = F.xxhash64("source_row_id", F.lit(s.conf.seed)) % HASH_RANGE
+            draw = F.xxhash64("source_row_id") % HASH_RANGE
             frames.append(s.rows if share >= 1 else s.rows.where(F.abs(draw) < share * HASH_RANGE))
         return union_all(frames)
 

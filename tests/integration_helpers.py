@@ -20,8 +20,8 @@ def spark_env() -> dict[str, str]:
     return env
 
 
-def spark_submit(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / "jobs/filter.py"), *args]
+def spark_submit(*args: str, cwd: Path = REPO, job: str = "filter") -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / f"jobs/{job}.py"), *args]
     return subprocess.run(
         cmd, cwd=cwd, env=spark_env(), capture_output=True, text=True, timeout=900
     )

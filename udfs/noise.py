@@ -1,6 +1,7 @@
 """Noise on a back-translation's output (Edunov et al. 2018, "Understanding Back-Translation
 at Scale"; the DiDi WMT20 recipe uses 0.05 for each kind): words are deleted, replaced by a
-filler token, or swapped with a word at most `max_swap_distance` positions further on.
+filler token, or moved; no word ends up more than `max_swap_distance` positions from where
+it was (the local shuffle of Lample et al. 2018, applied to the words picked for swapping).
 
 Words are the filter's tokens (udfs/tokens.py): jieba words for Chinese, characters for
 Japanese/Thai, whitespace tokens otherwise; CJK output is joined back without spaces.
@@ -26,13 +27,18 @@ class Noise:
     max_swap_distance: int = 3
 
 
+def shuffle_locally(words: list[str], share: float, distance: int, rng: random.Random) -> list[str]:
+    """Each word is picked with probability `share` and moved right by less than `distance`+1
+    positions (sorting on position + a random offset); the words it passes move left by one,
+    so no word moves further than `distance`."""
+    keys = [i + (rng.uniform(0, distance + 1) if rng.random() < share else 0.0)
+            for i in range(len(words))]
+    return [w for _, w in sorted(zip(keys, words, strict=True), key=lambda kw: kw[0])]
+
+
 def noise_words(words: list[str], noise: Noise, rng: random.Random) -> list[str]:
     """Swap, then delete or fill, each word independently with its probability."""
-    words = list(words)
-    for i in range(len(words) - 1):
-        if rng.random() < noise.swap:
-            j = min(len(words) - 1, i + rng.randint(1, noise.max_swap_distance))
-            words[i], words[j] = words[j], words[i]
+    words = shuffle_locally(words, noise.swap, noise.max_swap_distance, rng)
     out = []
     for word in words:
         draw = rng.random()

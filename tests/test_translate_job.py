@@ -1,0 +1,232 @@
+"""Back-/forward-translation end to end through the real `spark-submit`: monolingual Tatoeba
+text into mono_clean (jobs/filter.py --lang), a tiny multilingual model decoding it with every
+method (jobs/translate.py), a second run from flags, and the synthetic pairs fed back through
+the filter job."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+from integration_helpers import query_lake, spark_submit
+
+from jobs.translate import model_id
+
+STREAMS = [
+    {"name": "ft-beam", "direction": "zh-en", "role": "forward", "method": "beam"},
+    {"name": "ft-beam-again", "direction": "zh-en", "role": "forward", "method": "beam"},
+    {"name": "ft-greedy", "direction": "zh-en", "role": "forward", "method": "greedy"},
+    {"name": "ft-greedy-spm", "direction": "zh-en", "role": "forward", "method": "greedy"},
+    {"name": "bt-sampling", "direction": "en-zh", "method": "sampling", "weight": 2},
+    {"name": "bt-sampling-seed2", "direction": "en-zh", "method": "sampling", "weight": 2,
+     "seed": 2},
+    {"name": "bt-noised", "direction": "en-zh", "method": "noised_beam"},
+]
+MAX_IN, MAX_OUT = 24, 40
+BAD_LINES = [
+    "",
+    "see http://example.com for more details on this",
+    "Добрый день, как дела у вас сегодня?",
+]
+
+
+def submit(job: str, *args: str) -> str:
+    done = spark_submit(*args, job=job)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, tiny_multi_ct2: Path, data_dir: Path) -> dict:
+    root = tmp_path_factory.mktemp("bt")
+    lake = root / "lake"
+    en = root / "mono.en"
+    en_lines = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:500]
+    en.write_text("\n".join(en_lines + BAD_LINES) + "\n", encoding="utf-8")
+    zh = data_dir / "tatoeba-zh-en.zh"
+    out = {"mono_en": submit("filter", "--lang", "en", "--corpus", "tatoeba", "--input",
+                             str(en), "--lake", str(lake))}
+    submit("filter", "--lang", "zh", "--corpus", "tatoeba", "--input", str(zh), "--lake", str(lake))
+
+    streams = []
+    for s in STREAMS:
+        stream = {**s, "model": str(tiny_multi_ct2), "input": {"limit": 60 * s.get("weight", 1)}}
+        if s["name"] == "ft-greedy-spm":  # the generic tokenizer: any CTranslate2 model
+            stream["tokenizer"] = {"kind": "sentencepiece",
+                                   "source_model": str(tiny_multi_ct2 / "spm.model"),
+                                   "source_prefix": ["<2en>"]}
+        streams.append(stream)
+    conf = root / "bt.yaml"
+    conf.write_text(yaml.safe_dump({
+        "lake": {"root": str(lake)}, "balance": True,
+        "decoding": {"max_input_tokens": MAX_IN, "max_output_tokens": MAX_OUT},
+        "streams": streams,
+    }), encoding="utf-8")
+    out["translate"] = submit("translate", "--config", str(conf), "--run-id", "bt1")
+    out["flags"] = submit("translate", "--model", str(tiny_multi_ct2), "--direction", "zh-en",
+                          "--method", "greedy", "--role", "forward", "--limit", "30",
+                          "--round", "2", "--lake", str(lake), "--run-id", "bt2")
+    out["feedback"] = submit(
+        "filter", "--pair", "en-zh", "--corpus", "bt-sampling-r1", "--format", "table",
+        "--input", "sluice.synthetic", "--where", "stream = 'bt-sampling' AND run_id = 'bt1'",
+        "--lake", str(lake), "--run-id", "fb1")
+    synth_cols = ("stream, role, method, params, model, round, direction, run_id, src, tgt, "
+                  "hypothesis, score, src_tokens, tgt_tokens, source_row_id, source_corpus, "
+                  "row_id")
+    out["rows"] = query_lake(lake, {
+        "synthetic": f"SELECT {synth_cols}, NULL FROM sluice.synthetic",
+        "synthetic_rejected": f"SELECT {synth_cols}, reject_reason "
+                              "FROM sluice.synthetic_rejected",
+        "stats": "SELECT stream, direction, role, method, model, available, selected, "
+                 "synthetic, rejected, rejected_by, run_id FROM sluice.translate_stats",
+        "mono": "SELECT lang, row_id, text FROM sluice.mono_clean",
+        "mono_rejected": "SELECT lang, text, reject_rule FROM sluice.mono_rejected",
+        "mono_stats": "SELECT pair, sum(rows_rejected), max(rows_in) FROM sluice.filter_stats "
+                      "WHERE run_id != 'fb1' GROUP BY pair",
+        "runs": "SELECT run_id, job, status FROM sluice.runs",
+        "fb_stats": "SELECT max(rows_in), sum(rows_rejected) FROM sluice.filter_stats "
+                    "WHERE run_id = 'fb1'",
+        "fb_clean": "SELECT src, tgt, extra FROM sluice.bitext_clean WHERE corpus = "
+                    "'bt-sampling-r1'",
+    })
+    out["model_id"] = model_id(str(tiny_multi_ct2))
+    return out
+
+
+KEYS = ["stream", "role", "method", "params", "model", "round", "direction", "run_id", "src",
+        "tgt", "hypothesis", "score", "src_tokens", "tgt_tokens", "source_row_id",
+        "source_corpus", "row_id", "reject_reason"]
+
+
+def rows(lake: dict, table: str, run_id: str = "bt1") -> list[dict]:
+    return [r for r in (dict(zip(KEYS, x, strict=True)) for x in lake["rows"][table])
+            if r["run_id"] == run_id]
+
+
+def by_stream(lake: dict, table: str = "synthetic") -> dict[str, dict[int, dict]]:
+    out: dict = defaultdict(dict)
+    for r in rows(lake, table):
+        out[r["stream"]][int(r["source_row_id"])] = r
+    return out
+
+
+def test_monolingual_text_is_filtered_and_conserved(lake: dict) -> None:
+    assert "en tatoeba: 503 in" in lake["mono_en"]
+    rejected = {(r[0], r[1]): r[2] for r in lake["rows"]["mono_rejected"]}
+    assert rejected[("en", "")] == "empty"
+    assert rejected[("en", BAD_LINES[1])] == "url_email_html"
+    assert rejected[("en", BAD_LINES[2])] == "langid_src"  # Russian in the English corpus
+    kept = Counter(r[0] for r in lake["rows"]["mono"])
+    dropped = Counter(r[0] for r in lake["rows"]["mono_rejected"])
+    stats = {r[0]: (int(r[1]), int(r[2])) for r in lake["rows"]["mono_stats"]}
+    assert stats["en"] == (dropped["en"], 503) and kept["en"] + dropped["en"] == 503
+    assert stats["zh"] == (dropped["zh"], 1500) and kept["zh"] + dropped["zh"] == 1500
+    assert dropped["zh"] > 50  # Tatoeba "zh" has Cantonese lines: langid rejects them
+
+
+def test_every_selected_sentence_is_synthetic_or_rejected(lake: dict) -> None:
+    mono = {int(r[1]): (r[0], r[2]) for r in lake["rows"]["mono"]}
+    stats = {r[0]: r for r in lake["rows"]["stats"] if r[10] == "bt1"}
+    synth, rejected = by_stream(lake), by_stream(lake, "synthetic_rejected")
+    for s in STREAMS:
+        name = s["name"]
+        ids = list(synth[name]) + list(rejected[name])
+        assert len(ids) == len(set(ids)) == stats[name][6]  # selected = synthetic + rejected
+        assert (stats[name][7], stats[name][8]) == (len(synth[name]), len(rejected[name]))
+        reasons = Counter(r["reject_reason"] for r in rejected[name].values())
+        assert json.loads(json.dumps(stats[name][9])) == dict(reasons)
+        src_lang = s["direction"][:2]
+        for sid, r in {**synth[name], **rejected[name]}.items():
+            assert mono[sid] == (src_lang, r["src"])  # the source row, by its id
+    assert "rows were lost" not in lake["translate"]
+
+
+def test_balance_follows_the_weights(lake: dict) -> None:
+    selected = {r[0]: r[6] for r in lake["rows"]["stats"] if r[10] == "bt1"}
+    for s in STREAMS:  # about 60 x weight: a seeded hash sample, so +-25% on 60 rows
+        assert 45 * s.get("weight", 1) <= selected[s["name"]] <= 75 * s.get("weight", 1)
+    assert selected["ft-beam"] == selected["ft-beam-again"] == selected["ft-greedy"]
+
+
+def test_provenance_columns(lake: dict, tiny_multi_ct2: Path) -> None:
+    confs = {s["name"]: s for s in STREAMS}
+    for r in rows(lake, "synthetic") + rows(lake, "synthetic_rejected"):
+        s = confs[r["stream"]]
+        assert (r["direction"], r["method"], r["role"]) == (
+            s["direction"], s["method"], s.get("role", "back"))
+        assert r["model"] == lake["model_id"] and r["round"] == 1
+        assert r["source_corpus"] == "tatoeba"
+        params = json.loads(r["params"])
+        if s["method"] == "sampling":
+            assert params == {"topk": 10, "temperature": 1.0, "seed": s.get("seed", 1)}
+        elif s["method"] == "beam":
+            assert params == {"beam_size": 4, "length_penalty": 1.0}
+    second = rows(lake, "synthetic", "bt2") + rows(lake, "synthetic_rejected", "bt2")
+    assert 20 <= len(second) <= 40 and {r["round"] for r in second} == {2}
+    assert {r["stream"] for r in second} == {"forward-greedy"}
+    assert len(rows(lake, "synthetic", "bt1")) > 0  # the second run added, did not replace
+    runs = {r[0]: (r[1], r[2]) for r in lake["rows"]["runs"]}
+    assert runs["bt1"] == runs["bt2"] == ("translate", "succeeded")
+
+
+def test_reject_reasons_match_the_limits(lake: dict) -> None:
+    for r in rows(lake, "synthetic"):
+        assert r["src_tokens"] <= MAX_IN and 0 < r["tgt_tokens"] < MAX_OUT
+        assert r["tgt"] and r["score"] < 0  # a log-probability
+    reasons = Counter()
+    for r in rows(lake, "synthetic_rejected"):
+        reasons[r["reject_reason"]] += 1
+        if r["reject_reason"] == "input_too_long":
+            assert r["src_tokens"] > MAX_IN and r["hypothesis"] is None
+        else:
+            assert r["reject_reason"] in ("output_truncated", "empty_output")
+            assert r["tgt"] is None and r["hypothesis"] is not None
+    assert reasons["input_too_long"] > 0  # long Tatoeba lines over 24 pieces
+
+
+def test_beam_output_is_deterministic(lake: dict) -> None:
+    synth = by_stream(lake)
+    both = set(synth["ft-beam"]) & set(synth["ft-beam-again"])
+    assert len(both) == len(synth["ft-beam"]) > 30
+    for sid in both:
+        a, b = synth["ft-beam"][sid], synth["ft-beam-again"][sid]
+        assert (a["tgt"], a["score"]) == (b["tgt"], b["score"])
+
+
+def test_generic_tokenizer_decodes_like_the_exported_pipeline(lake: dict) -> None:
+    synth = by_stream(lake)
+    assert synth["ft-greedy"].keys() == synth["ft-greedy-spm"].keys()
+    for sid, r in synth["ft-greedy"].items():
+        assert r["tgt"] == synth["ft-greedy-spm"][sid]["tgt"]
+
+
+def test_sampling_is_diverse(lake: dict) -> None:
+    synth = by_stream(lake)
+    one, two, beam = synth["bt-sampling"], synth["bt-sampling-seed2"], synth["bt-noised"]
+    shared = set(one) & set(two)
+    assert len(shared) > 60
+    assert sum(one[i]["tgt"] != two[i]["tgt"] for i in shared) > 0.5 * len(shared)
+    with_beam = set(one) & set(beam)
+    assert sum(one[i]["tgt"] != beam[i]["hypothesis"] for i in with_beam) > 0.5 * len(with_beam)
+    assert len({r["tgt"] for r in one.values()}) > 0.8 * len(one)
+
+
+def test_noised_beam_changes_the_output_words(lake: dict) -> None:
+    noised = list(by_stream(lake)["bt-noised"].values())
+    changed = [r for r in noised if r["tgt"] != r["hypothesis"]]
+    assert 0.1 * len(noised) < len(changed) < len(noised)
+    assert any("<blank>" in r["tgt"] for r in changed)
+
+
+def test_synthetic_pairs_feed_back_through_the_filter(lake: dict) -> None:
+    n_synthetic = len(by_stream(lake)["bt-sampling"])
+    rows_in, rejected = (int(x) for x in lake["rows"]["fb_stats"][0])
+    assert rows_in == n_synthetic
+    clean = lake["rows"]["fb_clean"]
+    assert len(clean) == rows_in - rejected
+    extra = json.loads(clean[0][2][0])  # provenance travels in `extra`
+    assert extra["method"] == "sampling" and extra["model"] == lake["model_id"]
+    assert "committed run fb1" in lake["feedback"]

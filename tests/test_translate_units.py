@@ -1,0 +1,176 @@
+"""The translate job's parts without Spark: noise, tokenizer handling, decoding a batch with
+its reject reasons, input quotas (FTST balance), model ids and config errors."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jobs.config import ConfigError
+from jobs.translate import config_from_args, model_id, parse_args, quotas
+from training.translator import Ct2Translator
+from udfs.noise import Noise, noise_text, shuffle_locally
+from udfs.text_codec import CodecSpec, SluiceCodec, load_codec
+from udfs.translate import DecodeSpec, load_translator, translate_rows
+
+
+def lines(path: Path, n: int) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()[:n]
+
+
+# -- noise ---------------------------------------------------------------------------------
+def test_noise_rates_on_real_english(data_dir: Path) -> None:
+    texts = lines(data_dir / "tatoeba-zh-en.en", 1000)
+    words = sum(len(t.split()) for t in texts)
+    noised = [noise_text(t, "en", Noise(), seed=1, row_id=i) for i, t in enumerate(texts)]
+    out_words = sum(len(t.split()) for t in noised)
+    fillers = sum(t.split().count("<blank>") for t in noised)
+    assert 0.035 < (words - out_words) / words < 0.065  # deleted: 0.05
+    assert 0.035 < fillers / words < 0.065  # replaced: 0.05
+    changed = sum(a != b for a, b in zip(texts, noised, strict=True))
+    assert changed > 0.3 * len(texts)  # ~7-word lines, 3 kinds at 0.05 each: most change
+    assert noised == [noise_text(t, "en", Noise(), 1, i) for i, t in enumerate(texts)]
+    reseeded = [noise_text(t, "en", Noise(), 2, i) for i, t in enumerate(texts)]
+    assert sum(a != b for a, b in zip(noised, reseeded, strict=True)) > 0.2 * len(texts)
+
+
+def test_noise_on_chinese_joins_words_without_spaces(data_dir: Path) -> None:
+    texts = lines(data_dir / "tatoeba-zh-en.zh", 300)
+    only_fill = Noise(delete=0, filler=0.3, swap=0)
+    noised = [noise_text(t, "zh", only_fill, 1, i) for i, t in enumerate(texts)]
+    assert all(" " not in t for t in noised if " " not in texts[noised.index(t)])
+    restored = [t.replace("<blank>", "") for t in noised]
+    assert sum("<blank>" in t for t in noised) > 0.5 * len(texts)
+    assert all(len(r) <= len(t) for r, t in zip(restored, texts, strict=True))
+
+
+def test_swaps_move_no_word_further_than_the_distance() -> None:
+    words = [str(i) for i in range(40)]
+    moved = 0
+    for seed in range(500):
+        out = shuffle_locally(words, 1.0, 3, random.Random(seed))
+        assert sorted(out, key=int) == words
+        assert max(abs(int(w) - i) for i, w in enumerate(out)) <= 3
+        moved += out != words
+    assert moved == 500
+    assert shuffle_locally(words, 0.0, 3, random.Random(1)) == words
+
+
+# -- quotas ----------------------------------------------------------------------------------
+def test_quotas_cap_by_limit_and_balance_by_weight() -> None:
+    avail = {"ft": 1000, "bt": 5000}
+    assert quotas(avail, {"ft": None, "bt": 300}, {"ft": 1, "bt": 1}, False) == {
+        "ft": 1000, "bt": 300}
+    # FTST 1:2: the scarcer stream sets the scale
+    assert quotas(avail, {"ft": None, "bt": None}, {"ft": 1, "bt": 2}, True) == {
+        "ft": 1000, "bt": 2000}
+    assert quotas(avail, {"ft": None, "bt": 900}, {"ft": 1, "bt": 3}, True) == {
+        "ft": 300, "bt": 900}
+    assert quotas({"a": 0, "b": 10}, {"a": None, "b": None}, {"a": 1, "b": 1}, True) == {
+        "a": 0, "b": 0}
+
+
+# -- model ids -------------------------------------------------------------------------------
+def test_model_id_follows_the_bytes_not_the_name(tiny_multi_ct2: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(tiny_multi_ct2, tmp_path / "renamed"))
+    assert model_id(str(copy)) == model_id(str(tiny_multi_ct2))
+    with open(copy / "sluice.json", "a", encoding="utf-8") as fh:
+        fh.write(" ")
+    assert model_id(str(copy)) != model_id(str(tiny_multi_ct2))
+
+
+# -- tokenizers ------------------------------------------------------------------------------
+def test_sentencepiece_codec_reproduces_the_sluice_pipeline(tiny_multi_ct2: Path,
+                                                            data_dir: Path) -> None:
+    sluice = load_codec(str(tiny_multi_ct2), CodecSpec(target_tag="en"))
+    assert isinstance(sluice, SluiceCodec)
+    generic = load_codec(str(tiny_multi_ct2), CodecSpec(
+        kind="sentencepiece", source_model=str(tiny_multi_ct2 / "spm.model"),
+        source_prefix=("<2en>",)))
+    vocab = generic.source  # pieces outside the vocabulary are <unk> to the model either way
+    for text in lines(data_dir / "tatoeba-zh-en.zh", 50):
+        tokens = sluice.encode(text)
+        assert tokens[0] == "<2en>"
+        assert [vocab.piece_to_id(t) for t in tokens] == [
+            vocab.piece_to_id(t) for t in generic.encode(text)]
+        assert generic.decode(tokens[1:]) == sluice.decode(tokens[1:])
+
+
+def test_tokenizer_errors_name_the_problem(tiny_multi_ct2: Path, tmp_path: Path) -> None:
+    with pytest.raises(KeyError, match="<2ru>"):
+        load_codec(str(tiny_multi_ct2), CodecSpec(target_tag="ru"))
+    with pytest.raises(ValueError, match="set target_tag"):
+        load_codec(str(tiny_multi_ct2), CodecSpec())
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    with pytest.raises(ValueError, match="configure its tokenizer"):
+        load_codec(str(bare), CodecSpec())
+
+
+# -- decoding a batch ------------------------------------------------------------------------
+def spec(model: Path, **kw) -> DecodeSpec:
+    base = dict(model_dir=str(model), tgt_lang="en", codec=CodecSpec(target_tag="en"),
+                device="cpu", threads=1)
+    return DecodeSpec(**{**base, **kw})
+
+
+def test_translate_rows_decodes_like_the_plain_translator(tiny_multi_ct2: Path,
+                                                          data_dir: Path) -> None:
+    texts = lines(data_dir / "tatoeba-zh-en.en", 40)
+    s = spec(tiny_multi_ct2, method="greedy", tgt_lang="zh", codec=CodecSpec(target_tag="zh"),
+             max_output_tokens=200)
+    translator = load_translator(s.model_dir, "cpu", 0, "default", 1)
+    codec = load_codec(s.model_dir, s.codec)
+    out = translate_rows(translator, codec, s, list(range(len(texts))), texts)
+    plain = Ct2Translator(tiny_multi_ct2, intra_threads=1).translate(
+        texts, tgt_lang="zh", beam_size=1, max_decoding_length=200)
+    ok = out["reject_reason"].isna()
+    assert ok.sum() > 30
+    assert out["hypothesis"].tolist() == [p.text for p in plain]  # same text, same order
+    assert out.loc[ok, "tgt"].tolist() == out.loc[ok, "hypothesis"].tolist()
+    assert out["source_row_id"].tolist() == list(range(len(texts)))
+
+
+def test_translate_rows_rejects_with_reasons(tiny_multi_ct2: Path, data_dir: Path) -> None:
+    texts = ["", "   ", None, *lines(data_dir / "tatoeba-zh-en.zh", 30)]
+    s = spec(tiny_multi_ct2, method="beam", max_input_tokens=8, max_output_tokens=6)
+    translator = load_translator(s.model_dir, "cpu", 0, "default", 1)
+    out = translate_rows(translator, load_codec(s.model_dir, s.codec), s,
+                         list(range(len(texts))), texts)
+    reasons = out["reject_reason"].tolist()
+    assert reasons[:3] == ["empty_input"] * 3
+    long_in = out["src_tokens"] > 8
+    assert long_in.sum() > 0 and (out.loc[long_in, "reject_reason"] == "input_too_long").all()
+    decoded = out["hypothesis"].notna()
+    truncated = out["reject_reason"] == "output_truncated"
+    assert (truncated == (decoded & (out["tgt_tokens"] >= 6))).all()
+    assert out.loc[out["reject_reason"].isna(), "tgt"].notna().all()
+    assert out.loc[out["reject_reason"].notna(), "tgt"].isna().all()
+
+
+# -- config ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "nothing to translate"),
+        (["--direction", "zh-en"], "go with --model"),
+        (["--model", "m"], "needs --direction"),
+        (["--model", "m", "--direction", "zhen"], "must look like 'en-zh'"),
+        (["--model", "m", "--direction", "zh-en", "--set", "decoding.batch_tokens=0"],
+         "batch_tokens"),
+    ],
+)
+def test_config_errors(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_args(parse_args(argv))
+
+
+def test_duplicate_stream_names_are_refused(tmp_path: Path) -> None:
+    conf = tmp_path / "bt.yaml"
+    conf.write_text("streams:\n  - {name: a, model: m, direction: en-zh}\n"
+                    "  - {name: a, model: m, direction: zh-en}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="unique"):
+        config_from_args(parse_args(["--config", str(conf)]))
