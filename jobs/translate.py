@@ -234,15 +234,21 @@ class TranslateRun:
 
     def execute(self, streams: list[Stream]) -> list[Flip]:
         parts = self.cfg.decoding.partitions or self.spark.sparkContext.defaultParallelism
-        log(f"staging the selected sentences in {parts} partitions")
-        selected = self.select(streams).repartition(parts)
-        write_staged(selected, f"{self.dir}/translate_input", ["stream"])
-        staged = self.spark.read.parquet(f"{self.dir}/translate_input")
+        log("staging the selected sentences")
+        write_staged(self.select(streams), f"{self.dir}/translate_input", ["stream"])
+        # Spread over `parts` tasks (file splits would pack small inputs into a few), and
+        # length-sorted within each, so every Arrow batch holds sentences of similar length.
+        staged = (
+            self.spark.read.parquet(f"{self.dir}/translate_input")
+            .repartition(parts)
+            .sortWithinPartitions(F.length("src"))
+        )
         started = time.time()
         decoded = union_all(
             [self.decode(s, staged.where(F.col("stream") == s.conf.name)) for s in streams]
         )
-        log("decoding (" + ", ".join(f"{s.conf.name}: {s.conf.method}" for s in streams) + ")")
+        methods = ", ".join(f"{s.conf.name}: {s.conf.method}" for s in streams)
+        log(f"decoding ({methods}) in {parts} tasks per stream")
         write_staged(decoded, f"{self.dir}/synthetic", ["direction", "outcome"])
         seconds = time.time() - started
         result = self.spark.read.parquet(f"{self.dir}/synthetic")

@@ -174,3 +174,14 @@ def test_duplicate_stream_names_are_refused(tmp_path: Path) -> None:
                     "  - {name: a, model: m, direction: zh-en}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="unique"):
         config_from_args(parse_args(["--config", str(conf)]))
+
+
+def test_inputs_past_the_models_positions_are_rejected(tiny_multi_ct2: Path) -> None:
+    """The tiny model has 256 positions: a longer input would fail CTranslate2's whole batch."""
+    s = spec(tiny_multi_ct2, method="greedy", max_input_tokens=10_000, max_output_tokens=10_000)
+    long_text = " ".join(["Tom"] * 300)
+    translator = load_translator(s.model_dir, "cpu", 0, "default", 1)
+    out = translate_rows(translator, load_codec(s.model_dir, s.codec), s, [1, 2],
+                         [long_text, "I like tea."])
+    assert out["reject_reason"].iloc[0] == "input_too_long"
+    assert out["src_tokens"].iloc[0] > 255 and out["hypothesis"].iloc[1]

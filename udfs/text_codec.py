@@ -34,6 +34,8 @@ class CodecSpec:
 
 
 class TextCodec(Protocol):
+    max_tokens: int | None  # the model's position limit, when the codec knows it
+
     def encode(self, text: str) -> list[str]: ...
 
     def target_prefix(self) -> list[str] | None: ...
@@ -50,6 +52,8 @@ class SluiceCodec:
         with open(os.path.join(model_dir, SIDECAR), encoding="utf-8") as fh:
             meta = json.load(fh)
         options = TextOptions(**meta["text_options"])
+        # CTranslate2 appends </s> to the source: one position fewer for the text.
+        self.max_tokens = meta["model_conf"]["max_positions"] - 1
         self.vocab = Vocab.from_file(os.path.join(model_dir, "spm.model"), options)
         self.tag = target_tag if options.target_tags else None
         if options.target_tags and target_tag is None:
@@ -72,8 +76,10 @@ class SentencePieceCodec:
     spec: CodecSpec
     source: spm.SentencePieceProcessor = field(init=False)
     target: spm.SentencePieceProcessor = field(init=False)
+    max_tokens: int | None = field(init=False)
 
     def __post_init__(self) -> None:
+        self.max_tokens = None
         if not self.spec.source_model:
             raise ValueError("tokenizer kind sentencepiece needs source_model")
         self.source = spm.SentencePieceProcessor(model_file=self.spec.source_model)

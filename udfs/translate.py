@@ -117,6 +117,9 @@ def translate_rows(
         "tgt_tokens": [None] * n,
         "reject_reason": [None] * n,
     }
+    # Past the model's positions CTranslate2 fails the whole batch: the limits never exceed it.
+    max_in = min(spec.max_input_tokens, codec.max_tokens or spec.max_input_tokens)
+    max_out = min(spec.max_output_tokens, codec.max_tokens or spec.max_output_tokens)
     tokens: dict[int, list[str]] = {}
     for i, text in enumerate(texts):
         if text is None or not text.strip():
@@ -124,7 +127,7 @@ def translate_rows(
             continue
         tokens[i] = codec.encode(text)
         out["src_tokens"][i] = len(tokens[i])
-        if len(tokens[i]) > spec.max_input_tokens:
+        if len(tokens[i]) > max_in:
             out["reject_reason"][i] = "input_too_long"
             del tokens[i]
     order = sorted(tokens, key=lambda i: len(tokens[i]))  # little padding per sub-batch
@@ -132,14 +135,14 @@ def translate_rows(
     results = translator.translate_batch(
         [tokens[i] for i in order],
         target_prefix=[prefix] * len(order) if prefix else None,
-        **spec.options(),
+        **{**spec.options(), "max_decoding_length": max_out},
     ) if order else []
     for i, result in zip(order, results, strict=True):
         hyp = result.hypotheses[0][len(prefix or []) :]
         text = codec.decode(hyp)
         out["hypothesis"][i], out["tgt_tokens"][i] = text, len(hyp)
         out["score"][i] = result.scores[0]
-        if len(hyp) >= spec.max_output_tokens:
+        if len(hyp) >= max_out:
             out["reject_reason"][i] = "output_truncated"  # stopped by the length limit
         elif not text.strip():
             out["reject_reason"][i] = "empty_output"
