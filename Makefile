@@ -8,7 +8,11 @@ USE    := models/use-multilingual-v3
 export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup demo test lint bench clean
+TINY   := models/tiny-multi-zh-en-ct2
+SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]' \
+	  --driver-java-options -Dlog4j.configurationFile=conf/log4j2.properties
+
+.PHONY: setup demo demo-bt test lint bench clean
 
 setup: $(STAMP) $(LID) $(USE)
 
@@ -25,9 +29,19 @@ $(USE): | $(STAMP)
 	PIP=$(VENV)/bin/pip scripts/fetch_embed_model.sh $@
 
 demo: setup
-	$(VENV)/bin/spark-submit --master 'local[2]' \
-	  --driver-java-options -Dlog4j.configurationFile=conf/log4j2.properties \
-	  jobs/filter.py --config conf/demo.yaml
+	$(SUBMIT) jobs/filter.py --config conf/demo.yaml
+
+# Back-/forward-translation on the bundled sample: monolingual Tatoeba text into mono_clean,
+# then FTST with a tiny model trained here (~20 s).
+demo-bt: setup $(TINY)
+	$(SUBMIT) jobs/filter.py --lang zh --corpus tatoeba --input tests/data/tatoeba-zh-en.zh
+	$(SUBMIT) jobs/filter.py --lang en --corpus tatoeba --input tests/data/tatoeba-zh-en.en
+	$(SUBMIT) jobs/translate.py --config conf/demo-ftst.yaml
+
+$(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
+	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml
+	$(PY) -m training.export --force --out $@ \
+	  --checkpoint runs/tiny-multi-zh-en/checkpoints/ckpt_00000300.pt
 
 test: setup
 	$(PY) -m pytest -q tests
@@ -39,4 +53,4 @@ bench: setup
 	$(PY) bench/filter_throughput.py
 
 clean:
-	rm -rf lake spark-warehouse metastore_db derby.log
+	rm -rf lake spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)

@@ -185,3 +185,11 @@ def test_inputs_past_the_models_positions_are_rejected(tiny_multi_ct2: Path) -> 
                          [long_text, "I like tea."])
     assert out["reject_reason"].iloc[0] == "input_too_long"
     assert out["src_tokens"].iloc[0] > 255 and out["hypothesis"].iloc[1]
+
+
+@pytest.mark.parametrize("name", ["bt-zh-en.yaml", "ftst-zh-en.yaml"])
+def test_example_configs_load(name: str) -> None:
+    conf = Path(__file__).resolve().parent.parent / "conf" / name
+    cfg = config_from_args(parse_args(["--config", str(conf)]))
+    assert cfg.streams and all(s.model.startswith("models/") for s in cfg.streams)
+    assert cfg.balance == (name == "ftst-zh-en.yaml")
