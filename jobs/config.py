@@ -52,6 +52,12 @@ class InputConf(Strict):
     format: Literal["auto", "tsv", "moses", "parquet", "text", "table"] = "auto"
     where: str | None = None  # format `table`: a SQL filter, e.g. "run_id = '2026...'"
 
+    @model_validator(mode="after")
+    def where_needs_a_table(self) -> InputConf:
+        if self.where is not None and self.format != "table":
+            raise ValueError(f"corpus {self.corpus}: `where` filters a table (format: table)")
+        return self
+
     @field_validator("corpus")
     @classmethod
     def safe_name(cls, value: str) -> str:

@@ -218,9 +218,12 @@ def open_table(spark: SparkSession, inp: InputConf) -> DataFrame:
         raise InputError(f"corpus {inp.corpus}: no table {name} in the catalog")
     df = spark.table(name)
     try:
-        return df.where(inp.where) if inp.where else df
+        df = df.where(inp.where) if inp.where else df
     except Exception as err:  # AnalysisException: a bad filter
         raise InputError(f"corpus {inp.corpus}: bad `where` {inp.where!r}: {err}") from None
+    if df.isEmpty():  # e.g. a mistyped run_id: say so rather than commit an empty corpus
+        raise InputError(f"corpus {inp.corpus}: no rows in {name} where {inp.where}")
+    return df
 
 
 def read_columns(df: DataFrame, columns: tuple[str, ...], what: str) -> DataFrame:

@@ -89,10 +89,13 @@ def score_and_decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
 
 
 def dedup_rules(cfg: FilterConfig) -> list[str]:
-    """The enabled dedup passes, in order: pairs, then one translation per source/target."""
+    """The enabled dedup passes, in order: pairs, then one translation per source/target
+    (monolingual text: the one pass)."""
     d = cfg.dedup
     if not d.enabled:
         return []
+    if cfg.mono:  # one side: the text is the key; side passes would repeat or misfire
+        return ["duplicate"]
     wanted = {
         "duplicate": True,
         "duplicate_source": d.source_side,

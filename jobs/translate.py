@@ -34,14 +34,15 @@ from jobs.runs import RunRecord, new_run_id
 from jobs.session import build_session, spark_sql_command
 from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
-from udfs.translate import OUTPUT_SCHEMA, decoder
+from udfs.translate import METHODS, OUTPUT_SCHEMA, decoder
 
 STATS_SCHEMA = (
     "stream string, direction string, role string, method string, model string, "
     "available long, selected long, synthetic long, rejected long, "
     "rejected_by map<string, bigint>, tgt_tokens long, run_id string"
 )
-HASH_RANGE = 1 << 31  # selection: a row is kept when its seeded hash falls below a threshold
+STREAM_FLAGS = ("beam_size", "topk", "temperature", "seed", "target_tag")  # = stream keys
+HASH_RANGE = 1 << 31  # selection: a row is kept when its hash falls below a threshold
 
 
 def log(message: str) -> None:
@@ -57,8 +58,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--config", help="YAML config (extends conf/translate-defaults.yaml)")
     p.add_argument("--model", help="CTranslate2 model directory: one stream from the flags")
     p.add_argument("--direction", help="with --model: input-output languages, e.g. en-zh")
-    p.add_argument("--method", choices=["beam", "greedy", "sampling", "noised_beam"])
+    p.add_argument("--method", choices=METHODS, help="with --model (default beam)")
     p.add_argument("--role", choices=["back", "forward"], help="with --model (default back)")
+    p.add_argument("--beam-size", type=int, help="with --model: beam size (default 4)")
+    p.add_argument("--topk", type=int, help="with --model, sampling: top k (default 10)")
+    p.add_argument("--temperature", type=float, help="with --model, sampling (default 1.0)")
+    p.add_argument("--seed", type=int, help="with --model: sampling/noise seed (default 1)")
+    p.add_argument("--target-tag", help="with --model: <2xx> tag of a multilingual model")
     p.add_argument("--name", help="with --model: stream name (default: role-method)")
     p.add_argument("--input-table", help="with --model: table to read (sluice.mono_clean)")
     p.add_argument("--corpus", action="append", help="with --model: corpus to read (repeat)")
@@ -78,6 +84,9 @@ def stream_from_flags(args: argparse.Namespace) -> dict:
     method = args.method or "beam"
     stream: dict = {"name": args.name or f"{role}-{method}", "model": args.model,
                     "direction": args.direction, "role": role, "method": method, "input": {}}
+    for flag in STREAM_FLAGS:
+        if getattr(args, flag) is not None:
+            stream[flag] = getattr(args, flag)
     if args.input_table:
         stream["input"]["table"] = args.input_table
     if args.corpus:
@@ -93,35 +102,43 @@ def config_from_args(args: argparse.Namespace) -> TranslateConfig:
         extra["lake"] = {"root": args.lake}
     if args.round:
         extra["round"] = args.round
+    stream_only = ["direction", "input_table", "corpus", "limit", "name", "method", "role",
+                   *STREAM_FLAGS]
     if args.model:
         extra["streams"] = [stream_from_flags(args)]  # replaces the config's streams
-    elif args.direction or args.input_table or args.corpus or args.limit or args.name:
-        raise ConfigError("--direction/--input-table/--corpus/--limit/--name go with --model")
+    elif any(getattr(args, flag) is not None for flag in stream_only):
+        flags = "/".join("--" + f.replace("_", "-") for f in stream_only)
+        raise ConfigError(f"{flags} go with --model")
     cfg = load_translate_config(args.config, args.set, extra)
     if not cfg.streams:
         raise ConfigError("nothing to translate: list `streams:` in the config or pass --model")
     return cfg
 
 
-def model_id(model_dir: str) -> str:
-    """A hash of every file in the model directory (names and bytes): which model made a row,
-    however the directory is named or copied."""
+def model_id(model_dir: str, extra_files: list[str] | None = None) -> str:
+    """A hash of every file in the model directory (names and bytes), and of tokenizer files
+    kept elsewhere: which model made a row, however the directory is named or copied."""
     digest = hashlib.sha256()
+    paths = []
     for root, dirs, files in os.walk(model_dir):
         dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            digest.update(os.path.relpath(path, model_dir).encode() + b"\0")
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
+        paths += [os.path.join(root, name) for name in sorted(files)]
+    inside = os.path.abspath(model_dir)
+    outside = [f for f in extra_files or []
+               if os.path.commonpath([inside, os.path.abspath(f)]) != inside]
+    for path in paths + outside:
+        digest.update(os.path.relpath(path, model_dir).encode() + b"\0")
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()[:16]
 
 
 def quotas(available: dict[str, int], limits: dict[str, int | None],
            weights: dict[str, float], balance: bool) -> dict[str, int]:
     """Sentences each stream translates: its available rows capped by its limit, and with
-    `balance` scaled down so the streams' outputs stand in the ratio of their weights."""
+    `balance` scaled down so the streams' inputs stand in the ratio of their weights (their
+    outputs follow, less each method's rejects)."""
     capped = {n: min(a, limits[n]) if limits[n] else a for n, a in available.items()}
     if not balance:
         return capped
@@ -155,17 +172,22 @@ class TranslateRun:
             raise ConfigError(f"stream {conf.name}: tokenizer: {err}") from None
         rows = self.input_rows(conf)
         available = rows.count()
-        log(f"stream {conf.name}: {available:,} sentences available in {conf.input.table}")
-        return Stream(conf, model_dir, model_id(model_dir), rows, available)
+        table = self.cfg.input_table(conf)
+        log(f"stream {conf.name}: {available:,} sentences available in {table}")
+        if available == 0 and self.cfg.balance:
+            raise InputError(f"stream {conf.name}: no sentences in {table} for its filters, "
+                             "so balance would translate nothing in any stream")
+        model = model_id(model_dir, conf.tokenizer.files())
+        return Stream(conf, model_dir, model, rows, available)
 
     def input_rows(self, conf: StreamConf) -> DataFrame:
-        inp = conf.input
-        if not self.spark.catalog.tableExists(inp.table):
-            raise InputError(f"stream {conf.name}: no table {inp.table} in the catalog")
-        df = self.spark.table(inp.table)
+        inp, table = conf.input, self.cfg.input_table(conf)
+        if not self.spark.catalog.tableExists(table):
+            raise InputError(f"stream {conf.name}: no table {table} in the catalog")
+        df = self.spark.table(table)
         missing = [c for c in ("row_id", inp.column) if c not in df.columns]
         if missing:
-            raise InputError(f"stream {conf.name}: {inp.table} has no column(s) {missing}")
+            raise InputError(f"stream {conf.name}: {table} has no column(s) {missing}")
         if "lang" in df.columns:
             df = df.where(F.col("lang") == (inp.lang or conf.langs[0]))
         if inp.corpora:
@@ -178,15 +200,16 @@ class TranslateRun:
         corpus = F.col("corpus") if "corpus" in df.columns else F.lit(None).cast("string")
         return df.select(
             F.lit(conf.name).alias("stream"),
-            F.lit(inp.table).alias("source_table"),
+            F.lit(table).alias("source_table"),
             corpus.alias("source_corpus"),
             F.col("row_id").alias("source_row_id"),
             F.col(inp.column).alias("src"),
         )
 
     def select(self, streams: list[Stream]) -> DataFrame:
-        """Each stream's quota of its rows, by a hash of the row id: the same rows on a rerun,
-        and streams with the same quota of the same input take the same sentences."""
+        """Each stream's quota of its rows, by a hash of the row id and `input.sample_seed`:
+        the same rows on a rerun, and streams with the same quota and seed of the same input
+        take the same sentences."""
         wanted = quotas(
             {s.conf.name: s.available for s in streams},
             {s.conf.name: s.conf.input.limit for s in streams},
@@ -197,7 +220,7 @@ class TranslateRun:
         for s in streams:
             share = wanted[s.conf.name] / s.available if s.available else 0.0
             log(f"stream {s.conf.name}: translating about {wanted[s.conf.name]:,} ({share:.1%})")
-            draw = F.xxhash64("source_row_id") % HASH_RANGE
+            draw = F.xxhash64("source_row_id", F.lit(s.conf.input.sample_seed)) % HASH_RANGE
             frames.append(s.rows if share >= 1 else s.rows.where(F.abs(draw) < share * HASH_RANGE))
         return union_all(frames)
 
@@ -235,11 +258,14 @@ class TranslateRun:
     def execute(self, streams: list[Stream]) -> list[Flip]:
         parts = self.cfg.decoding.partitions or self.spark.sparkContext.defaultParallelism
         log("staging the selected sentences")
-        write_staged(self.select(streams), f"{self.dir}/translate_input", ["stream"])
+        selected = self.select(streams)
+        write_staged(selected, f"{self.dir}/translate_input", ["stream"])
         # Spread over `parts` tasks (file splits would pack small inputs into a few), and
         # length-sorted within each, so every Arrow batch holds sentences of similar length.
+        # The schema is given: a run that selected nothing has no files to infer it from.
         staged = (
-            self.spark.read.parquet(f"{self.dir}/translate_input")
+            self.spark.read.schema(selected.schema)
+            .parquet(f"{self.dir}/translate_input")
             .repartition(parts)
             .sortWithinPartitions(F.length("src"))
         )
@@ -251,7 +277,7 @@ class TranslateRun:
         log(f"decoding ({methods}) in {parts} tasks per stream")
         write_staged(decoded, f"{self.dir}/synthetic", ["direction", "outcome"])
         seconds = time.time() - started
-        result = self.spark.read.parquet(f"{self.dir}/synthetic")
+        result = self.spark.read.schema(decoded.schema).parquet(f"{self.dir}/synthetic")
         stats = self.stats(streams, staged, result)
         self.lake.delete(f"{self.dir}/translate_input")
         write_staged(stats, f"{self.dir}/translate_stats", ["run_id"])
@@ -326,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     run_id = args.run_id or new_run_id(cfg.hash())
     job = TranslateRun(spark, lake, cfg, run_id)
     streams = [job.open_stream(s) for s in cfg.streams]  # bad input fails before any write
-    inputs = [{"stream": s.conf.name, "table": s.conf.input.table, "model": s.model}
+    inputs = [{"stream": s.conf.name, "table": cfg.input_table(s.conf), "model": s.model}
               for s in streams]
     record = RunRecord(spark, lake, run_id, "translate", cfg.resolved(), cfg.hash(), inputs)
     record.mark("running")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,12 @@ class TokenizerConf(Strict):
     source_prefix: list[str] = Field(default_factory=list)
     source_suffix: list[str] = Field(default_factory=list)
     target_prefix: list[str] = Field(default_factory=list)
+    # The model's position limit (tokens incl. prefix/suffix): longer inputs are rejected
+    # instead of failing CTranslate2's batch. A sluice model's comes from its sluice.json.
+    max_positions: int | None = Field(None, gt=0)
+
+    def files(self) -> list[str]:
+        return [f for f in (self.source_model, self.target_model) if f]
 
 
 class NoiseConf(Strict):
@@ -46,12 +53,13 @@ class NoiseConf(Strict):
 class InputConf(Strict):
     """Which sentences a stream translates: a lake table (monolingual by default)."""
 
-    table: str = "sluice.mono_clean"
+    table: str | None = None  # default: <lake.database>.mono_clean
     column: str = "text"
     lang: str | None = None  # rows whose `lang` column is this; default: the direction's source
     corpora: list[str] = Field(default_factory=list)  # empty: every corpus
     where: str | None = None  # any further SQL filter
-    limit: int | None = Field(None, gt=0)  # at most about this many (a seeded hash sample)
+    limit: int | None = Field(None, gt=0)  # about this many, sampled by a hash of the row id
+    sample_seed: int = 0  # another seed, another sample (the same seed: the same sentences)
 
 
 class StreamConf(Strict):
@@ -108,7 +116,8 @@ class StreamConf(Strict):
 class DecodingConf(Strict):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     compute_type: str = "default"  # CTranslate2: default, int8, int8_float16, float16, ...
-    threads: int = Field(0, ge=0)  # intra-op threads per task on the CPU; 0: spark.task.cpus
+    threads: int = Field(0, ge=0)  # CPU threads per task; 0: spark.task.cpus
+    intra_threads: int = Field(1, ge=1)  # of those, per batch (the rest: batches in parallel)
     batch_tokens: int = Field(2048, gt=0)  # source tokens per decoder batch
     max_input_tokens: int = Field(256, gt=0)  # longer inputs are rejected (input_too_long)
     max_output_tokens: int = Field(256, gt=0)  # outputs hitting this are output_truncated
@@ -130,17 +139,23 @@ class TranslateConfig(Strict):
             raise ValueError(f"stream names must be unique: {names}")
         return self
 
+    def input_table(self, stream: StreamConf) -> str:
+        return stream.input.table or f"{self.lake.database}.mono_clean"
+
     def decode_spec(self, stream: StreamConf, model_dir: str) -> DecodeSpec:
+        """What the executors need; paths absolute, as the driver resolved them."""
         t, d = stream.tokenizer, self.decoding
-        _, tgt = stream.langs
+        src, tgt = stream.langs
         codec = CodecSpec(
             kind=t.kind,
-            source_model=t.source_model,
-            target_model=t.target_model,
+            source_model=absolute(t.source_model),
+            target_model=absolute(t.target_model),
             source_prefix=tuple(t.source_prefix),
             source_suffix=tuple(t.source_suffix),
             target_prefix=tuple(t.target_prefix),
+            max_positions=t.max_positions,
             target_tag=stream.target_tag or tgt,
+            source_lang=src,
         )
         return DecodeSpec(
             model_dir=model_dir,
@@ -156,6 +171,7 @@ class TranslateConfig(Strict):
             device=d.device,
             compute_type=d.compute_type,
             threads=d.threads,
+            intra_threads=d.intra_threads,
             batch_tokens=d.batch_tokens,
             max_input_tokens=d.max_input_tokens,
             max_output_tokens=d.max_output_tokens,
@@ -167,6 +183,10 @@ class TranslateConfig(Strict):
     def hash(self) -> str:
         blob = json.dumps(self.resolved(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def absolute(path: str | None) -> str | None:
+    return os.path.abspath(path) if path else None
 
 
 def load_translate_config(

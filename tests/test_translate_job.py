@@ -230,3 +230,15 @@ def test_synthetic_pairs_feed_back_through_the_filter(lake: dict) -> None:
     extra = json.loads(clean[0][2][0])  # provenance travels in `extra`
     assert extra["method"] == "sampling" and extra["model"] == lake["model_id"]
     assert "committed run fb1" in lake["feedback"]
+
+
+def test_the_target_tag_picks_the_output_language(lake: dict) -> None:
+    """One multilingual model for both directions: <2en> gives English, <2zh> Chinese."""
+    def han_share(texts: list[str]) -> float:
+        chars = "".join(texts)
+        return sum("\u4e00" <= c <= "\u9fff" for c in chars) / max(1, len(chars))
+
+    synth = by_stream(lake)
+    english = [r["hypothesis"] for r in synth["ft-beam"].values()]
+    chinese = [r["hypothesis"] for r in synth["bt-noised"].values()]
+    assert han_share(english) < 0.05 and han_share(chinese) > 0.5

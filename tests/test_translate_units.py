@@ -3,6 +3,7 @@ its reject reasons, input quotas (FTST balance), model ids and config errors."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -14,7 +15,7 @@ from jobs.translate import config_from_args, model_id, parse_args, quotas
 from training.translator import Ct2Translator
 from udfs.noise import Noise, noise_text, shuffle_locally
 from udfs.text_codec import CodecSpec, SluiceCodec, load_codec
-from udfs.translate import DecodeSpec, load_translator, translate_rows
+from udfs.translate import DecodeSpec, device_of, load_translator, translate_rows
 
 
 def lines(path: Path, n: int) -> list[str]:
@@ -45,6 +46,14 @@ def test_noise_on_chinese_joins_words_without_spaces(data_dir: Path) -> None:
     restored = [t.replace("<blank>", "") for t in noised]
     assert sum("<blank>" in t for t in noised) > 0.5 * len(texts)
     assert all(len(r) <= len(t) for r, t in zip(restored, texts, strict=True))
+
+
+def test_noise_keeps_the_spaces_of_mixed_chinese_text() -> None:
+    text = "我喜欢 New York 和 Python 3.10 版本。"
+    assert noise_text(text, "zh", Noise(delete=0, filler=0, swap=0), 1, 1) == text
+    everything_deleted = Noise(delete=1.0, filler=0, swap=0)
+    assert noise_text(text, "zh", everything_deleted, 1, 1) == text  # never an empty target
+    assert noise_text("Tom", "en", everything_deleted, 1, 1) == "Tom"
 
 
 def test_swaps_move_no_word_further_than_the_distance() -> None:
@@ -193,3 +202,61 @@ def test_example_configs_load(name: str) -> None:
     cfg = config_from_args(parse_args(["--config", str(conf)]))
     assert cfg.streams and all(s.model.startswith("models/") for s in cfg.streams)
     assert cfg.balance == (name == "ftst-zh-en.yaml")
+
+
+def test_a_one_direction_model_refuses_the_other_direction(tiny_multi_ct2: Path,
+                                                           tmp_path: Path) -> None:
+    one_way = Path(shutil.copytree(tiny_multi_ct2, tmp_path / "one-way"))
+    meta = json.loads((one_way / "sluice.json").read_text(encoding="utf-8"))
+    meta["text_options"]["target_tags"] = False  # as a model trained for zh->en only
+    (one_way / "sluice.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert load_codec(str(one_way), CodecSpec(target_tag="en", source_lang="zh"))
+    with pytest.raises(ValueError, match="translates zh-en, not en-zh"):
+        load_codec(str(one_way), CodecSpec(target_tag="zh", source_lang="en"))
+
+
+def test_a_forced_target_prefix_does_not_eat_the_length_limit(tiny_multi_ct2: Path,
+                                                              data_dir: Path) -> None:
+    codec = CodecSpec(kind="sentencepiece", source_model=str(tiny_multi_ct2 / "spm.model"),
+                      source_prefix=("<2en>",), target_prefix=("▁I",))
+    s = spec(tiny_multi_ct2, method="greedy", codec=codec, max_output_tokens=3)
+    texts = lines(data_dir / "tatoeba-zh-en.zh", 30)
+    out = translate_rows(load_translator(s.model_dir, "cpu", 0, "default"),
+                         load_codec(s.model_dir, codec), s, list(range(len(texts))), texts)
+    assert out["tgt_tokens"].max() == 3  # three tokens after the prefix, not two
+    assert ((out["tgt_tokens"] == 3) == (out["reject_reason"] == "output_truncated")).all()
+
+
+def test_cpu_unless_a_gpu_is_assigned_or_asked_for() -> None:
+    assert device_of("auto") == ("cpu", 0) and device_of("cpu") == ("cpu", 0)
+    import ctranslate2
+
+    if ctranslate2.get_cuda_device_count() == 0:  # this machine: asking for cuda must fail
+        with pytest.raises(RuntimeError, match="no CUDA device"):
+            device_of("cuda")
+    else:
+        assert device_of("cuda") == ("cuda", 0)
+
+
+def test_stream_flags_build_one_stream() -> None:
+    cfg = config_from_args(parse_args([
+        "--model", "m", "--direction", "en-zh", "--method", "sampling", "--topk", "5",
+        "--temperature", "0.7", "--seed", "3", "--limit", "10", "--corpus", "news"]))
+    [s] = cfg.streams
+    assert (s.name, s.method, s.topk, s.temperature, s.seed) == ("back-sampling", "sampling",
+                                                                  5, 0.7, 3)
+    assert s.params() == {"topk": 5, "temperature": 0.7, "seed": 3}
+    assert (s.input.limit, s.input.corpora, cfg.input_table(s)) == (10, ["news"],
+                                                                    "sluice.mono_clean")
+    with pytest.raises(ConfigError, match="go with --model"):
+        config_from_args(parse_args(["--method", "greedy"]))
+
+
+def test_monolingual_runs_dedup_on_the_text_alone() -> None:
+    from jobs.config import load_config
+    from jobs.stages import dedup_rules
+
+    both = ["dedup.source_side=true", "dedup.target_side=true"]
+    assert dedup_rules(load_config(None, both, {"lang": "en"})) == ["duplicate"]
+    assert dedup_rules(load_config(None, both, {"pair": "zh-en"})) == [
+        "duplicate", "duplicate_source", "duplicate_target"]

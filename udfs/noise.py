@@ -3,9 +3,11 @@ at Scale"; the DiDi WMT20 recipe uses 0.05 for each kind): words are deleted, re
 filler token, or moved; no word ends up more than `max_swap_distance` positions from where
 it was (the local shuffle of Lample et al. 2018, applied to the words picked for swapping).
 
-Words are the filter's tokens (udfs/tokens.py): jieba words for Chinese, characters for
-Japanese/Thai, whitespace tokens otherwise; CJK output is joined back without spaces.
-A row's noise depends only on the seed and the row, so a rerun gives the same output.
+Words are the filter's tokens (udfs/tokens.py): whitespace tokens for most languages; for
+Chinese (jieba words) and Japanese/Thai (characters) the words of each space-separated run,
+joined back without spaces inside a run and with one space between runs ("我喜欢 New York"
+keeps its spaces). Noise that would delete every word leaves the text as it was. A row's
+noise depends only on the seed and the row, so a rerun gives the same output.
 """
 
 from __future__ import annotations
@@ -51,5 +53,9 @@ def noise_words(words: list[str], noise: Noise, rng: random.Random) -> list[str]
 def noise_text(text: str, lang: str, noise: Noise, seed: int, row_id: int) -> str:
     """`text` with noise; the same (seed, row_id) always gives the same result."""
     rng = random.Random(seed * 1_000_003 + row_id)
-    words = noise_words(tokenize(text, lang), noise, rng)
-    return ("" if lang in UNSPACED_LANGS else " ").join(words)
+    if lang in UNSPACED_LANGS:
+        runs = ["".join(noise_words(tokenize(run, lang), noise, rng)) for run in text.split()]
+        noised = " ".join(run for run in runs if run)
+    else:
+        noised = " ".join(noise_words(text.split(), noise, rng))
+    return noised if noised.strip() else text

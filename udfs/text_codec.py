@@ -30,7 +30,9 @@ class CodecSpec:
     source_prefix: tuple[str, ...] = ()
     source_suffix: tuple[str, ...] = ()
     target_prefix: tuple[str, ...] = ()
-    target_tag: str | None = None  # sluice multilingual models: the language of the <2xx> tag
+    max_positions: int | None = None  # sentencepiece: the model's source positions, if known
+    target_tag: str | None = None  # the output language (the <2xx> tag of multilingual models)
+    source_lang: str | None = None  # the input language, checked against a sluice model's
 
 
 class TextCodec(Protocol):
@@ -46,12 +48,18 @@ class TextCodec(Protocol):
 
 
 class SluiceCodec:
-    def __init__(self, model_dir: str, target_tag: str | None) -> None:
+    def __init__(self, model_dir: str, target_tag: str | None,
+                 source_lang: str | None = None) -> None:
         from training.vocab import TextOptions, Vocab
 
         with open(os.path.join(model_dir, SIDECAR), encoding="utf-8") as fh:
             meta = json.load(fh)
         options = TextOptions(**meta["text_options"])
+        if not options.target_tags:  # one direction only: it must be the one asked for
+            model_pair = f"{meta['src_lang']}-{meta['tgt_lang']}"
+            wanted = f"{source_lang or meta['src_lang']}-{target_tag or meta['tgt_lang']}"
+            if wanted != model_pair:
+                raise ValueError(f"{model_dir} translates {model_pair}, not {wanted}")
         # CTranslate2 appends </s> to the source: one position fewer for the text.
         self.max_tokens = meta["model_conf"]["max_positions"] - 1
         self.vocab = Vocab.from_file(os.path.join(model_dir, "spm.model"), options)
@@ -79,7 +87,7 @@ class SentencePieceCodec:
     max_tokens: int | None = field(init=False)
 
     def __post_init__(self) -> None:
-        self.max_tokens = None
+        self.max_tokens = self.spec.max_positions
         if not self.spec.source_model:
             raise ValueError("tokenizer kind sentencepiece needs source_model")
         self.source = spm.SentencePieceProcessor(model_file=self.spec.source_model)
@@ -113,7 +121,7 @@ def resolve_kind(model_dir: str, spec: CodecSpec) -> str:
 def load_codec(model_dir: str, spec: CodecSpec) -> TextCodec:
     kind = resolve_kind(model_dir, spec)
     if kind == "sluice":
-        return SluiceCodec(model_dir, spec.target_tag)
+        return SluiceCodec(model_dir, spec.target_tag, spec.source_lang)
     if kind == "sentencepiece":
         return SentencePieceCodec(spec)
     raise ValueError(f"unknown tokenizer kind {kind!r}; expected auto, sluice or sentencepiece")

@@ -2,8 +2,10 @@
 
 Each Python worker loads the model and its tokenizer once (cached for the worker's life;
 Spark reuses workers across tasks), on the GPU Spark's resource scheduling gave the task,
-else on the CPU with `spark.task.cpus` intra-op threads. Every Arrow batch is tokenized,
-sorted by length and decoded in sub-batches of at most `batch_tokens` source tokens.
+else on the CPU with the task's cores. Every Arrow batch is tokenized and handed to
+CTranslate2, which sorts it by length and decodes it in sub-batches of at most
+`batch_tokens` source tokens (the job also sorts each partition by length, so a batch holds
+sentences of similar length to begin with).
 
 Every input row comes out as exactly one row: a synthetic sentence, or a `reject_reason`
 (empty_input, input_too_long, empty_output, output_truncated).
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 import pandas as pd
 
@@ -44,7 +46,8 @@ class DecodeSpec:
     codec: CodecSpec = field(default_factory=CodecSpec)
     device: str = "auto"  # auto: the task's GPU if Spark assigned one, else the CPU
     compute_type: str = "default"
-    threads: int = 0  # intra-op threads on the CPU; 0: spark.task.cpus
+    threads: int = 0  # CPU threads per task; 0: spark.task.cpus
+    intra_threads: int = 1  # of those, threads per batch; the rest decode batches in parallel
     batch_tokens: int = 2048
     max_input_tokens: int = 256
     max_output_tokens: int = 256
@@ -76,26 +79,34 @@ class DecodeSpec:
 
 
 def device_of(requested: str) -> tuple[str, int]:
-    """(device, index): the GPU Spark assigned to this task, else the CPU (auto)."""
+    """(device, index). auto: the GPU Spark assigned to this task, else the CPU (so executors
+    never share a GPU the scheduler did not hand out). cuda: that GPU, else GPU 0 (a single
+    machine in local mode, where Spark assigns none)."""
     gpu = task_gpu()
-    if requested == "cpu" or (requested == "auto" and gpu is None):
+    if gpu is not None and requested != "cpu":
+        return "cuda", int(gpu.split(":")[1])
+    if requested != "cuda":
         return "cpu", 0
-    if gpu is None:
-        raise RuntimeError("decoding.device is cuda but Spark assigned no GPU to this task")
-    return "cuda", int(gpu.split(":")[1])
-
-
-@cache
-def load_translator(model_dir: str, device: str, index: int, compute_type: str, threads: int):
     import ctranslate2
 
+    if ctranslate2.get_cuda_device_count() == 0:
+        raise RuntimeError("decoding.device is cuda but no CUDA device is visible")
+    return "cuda", 0
+
+
+@lru_cache(maxsize=4)  # a worker may serve several streams' tasks; each model loads once
+def load_translator(model_dir: str, device: str, index: int, compute_type: str,
+                    threads: int = 1, intra_threads: int = 1):
+    import ctranslate2
+
+    intra = max(1, min(intra_threads, threads))
     return ctranslate2.Translator(
         model_dir,
         device=device,
         device_index=index,
         compute_type=compute_type,
-        inter_threads=1,  # Spark runs one task per core (or GPU): parallelism comes from tasks
-        intra_threads=threads,
+        inter_threads=max(1, threads // intra),  # sub-batches decoded in parallel
+        intra_threads=intra,
     )
 
 
@@ -130,15 +141,16 @@ def translate_rows(
         if len(tokens[i]) > max_in:
             out["reject_reason"][i] = "input_too_long"
             del tokens[i]
-    order = sorted(tokens, key=lambda i: len(tokens[i]))  # little padding per sub-batch
-    prefix = codec.target_prefix()
+    order = list(tokens)
+    prefix = codec.target_prefix() or []
+    # CTranslate2 counts a forced target prefix in the decoding length.
+    options = {**spec.options(), "max_decoding_length": max_out + len(prefix)}
     results = translator.translate_batch(
-        [tokens[i] for i in order],
-        target_prefix=[prefix] * len(order) if prefix else None,
-        **{**spec.options(), "max_decoding_length": max_out},
+        [tokens[i] for i in order], target_prefix=[prefix] * len(order) if prefix else None,
+        **options,
     ) if order else []
     for i, result in zip(order, results, strict=True):
-        hyp = result.hypotheses[0][len(prefix or []) :]
+        hyp = result.hypotheses[0][len(prefix) :]
         text = codec.decode(hyp)
         out["hypothesis"][i], out["tgt_tokens"][i] = text, len(hyp)
         out["score"][i] = result.scores[0]
@@ -168,11 +180,12 @@ def decoder(spec: DecodeSpec) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.
 
         device, index = device_of(spec.device)
         threads = spec.threads or task_cpus()
-        translator = load_translator(spec.model_dir, device, index, spec.compute_type, threads)
+        translator = load_translator(spec.model_dir, device, index, spec.compute_type,
+                                     threads, spec.intra_threads)
         codec = cached_codec(spec.model_dir, spec.codec)
         ctx = TaskContext.get()
-        # Sampling is reproducible for the same partitioning of the same input.
-        ctranslate2.set_random_seed(spec.seed + (ctx.partitionId() if ctx else 0))
+        # Sampling is reproducible for the same config and input (same partitions).
+        ctranslate2.set_random_seed(spec.seed * 1_000_003 + (ctx.partitionId() if ctx else 0))
         for batch in batches:
             ids = batch["source_row_id"].astype("int64").tolist()
             decoded = translate_rows(translator, codec, spec, ids, batch["src"].tolist())

@@ -1,0 +1,69 @@
+"""Edge cases of the translate job and of table inputs, run in the test session's JVM
+(`main()`, the spark-submit code path): a stream that selects nothing still commits a run
+with its stats, a balanced run with an empty stream and a table input matching no rows fail
+with errors that say why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs import filter as filter_job
+from jobs import translate
+
+DB = "bt_edges"
+
+
+@pytest.fixture(scope="module")
+def lake(spark, lake_root: Path, data_dir: Path, tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("bt-edges")
+    text = work / "en.txt"
+    lines = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:40]
+    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lake = lake_root / DB
+    assert filter_job.main(["--lang", "en", "--corpus", "tiny", "--input", str(text),
+                            "--lake", str(lake), "--set", f"lake.database={DB}"]) == 0
+    return lake
+
+
+def test_a_stream_that_selects_nothing_commits_an_empty_run(spark, lake: Path,
+                                                            tiny_multi_ct2: Path) -> None:
+    argv = ["--model", str(tiny_multi_ct2), "--direction", "en-zh", "--corpus", "no-such",
+            "--lake", str(lake), "--set", f"lake.database={DB}", "--run-id", "empty"]
+    assert translate.main(argv) == 0
+    [row] = spark.sql(f"SELECT available, selected, synthetic, rejected FROM {DB}.translate_stats"
+                      " WHERE run_id = 'empty'").collect()
+    assert tuple(row) == (0, 0, 0, 0)
+    assert spark.sql(f"SELECT * FROM {DB}.synthetic WHERE run_id = 'empty'").count() == 0
+
+
+def test_the_default_input_is_the_lakes_own_mono_clean(spark, lake: Path,
+                                                        tiny_multi_ct2: Path) -> None:
+    argv = ["--model", str(tiny_multi_ct2), "--direction", "en-zh", "--method", "greedy",
+            "--lake", str(lake), "--set", f"lake.database={DB}", "--run-id", "some"]
+    assert translate.main(argv) == 0
+    [row] = spark.sql(f"SELECT source_table, count(*) FROM {DB}.synthetic WHERE run_id = 'some'"
+                      " GROUP BY 1").collect()
+    kept = spark.sql(f"SELECT * FROM {DB}.mono_clean").count()
+    rejected = spark.sql(f"SELECT * FROM {DB}.synthetic_rejected WHERE run_id = 'some'").count()
+    assert row[0] == f"{DB}.mono_clean" and row[1] + rejected == kept
+
+
+def test_balance_with_an_empty_stream_is_an_error(lake: Path, tiny_multi_ct2: Path,
+                                                  tmp_path: Path, capsys) -> None:
+    conf = tmp_path / "ftst.yaml"
+    conf.write_text(
+        f"lake: {{root: {lake}, database: {DB}}}\nbalance: true\nstreams:\n"
+        f"  - {{name: ft, model: {tiny_multi_ct2}, direction: zh-en}}\n"
+        f"  - {{name: bt, model: {tiny_multi_ct2}, direction: en-zh}}\n", encoding="utf-8")
+    assert translate.main(["--config", str(conf)]) == 2  # this lake holds no Chinese
+    assert "stream ft: no sentences" in capsys.readouterr().err
+
+
+def test_a_table_input_matching_no_rows_is_an_error(lake: Path, capsys) -> None:
+    argv = ["--pair", "en-zh", "--corpus", "bt", "--format", "table", "--input",
+            f"{DB}.synthetic", "--where", "run_id = 'no-such-run'", "--lake", str(lake),
+            "--set", f"lake.database={DB}"]
+    assert filter_job.main(argv) == 2
+    assert f"no rows in {DB}.synthetic where run_id = 'no-such-run'" in capsys.readouterr().err
