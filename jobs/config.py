@@ -191,7 +191,18 @@ class EmbeddingConf(Strict):
         return self.encoders[self.encoder]
 
 
-class FilterConfig(Strict):
+class JobConfig(Strict):
+    """A job's whole configuration: stored resolved in the `runs` table, hashed into run ids."""
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def hash(self) -> str:
+        blob = json.dumps(self.resolved(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class FilterConfig(JobConfig):
     pair: str | None = None  # bitext: source-target
     lang: str | None = None  # monolingual text instead of bitext (mono_raw/_clean/_rejected)
     lake: LakeConf = LakeConf()
@@ -255,14 +266,6 @@ class FilterConfig(Strict):
         if not self.mono:
             return self.rules.order
         return [r for r in self.rules.order if r not in PAIR_ONLY_RULES]
-
-    def resolved(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-    def hash(self) -> str:
-        blob = json.dumps(self.resolved(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
-
 
 def deep_merge(base: dict, override: dict) -> dict:
     merged = dict(base)

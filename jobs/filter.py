@@ -15,26 +15,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import ConfigError, FilterConfig, load_config
-from jobs.ingest import InputError, read_input, union_all
+from jobs.ingest import read_input, union_all
 from jobs.lake import Flip, Lake, write_staged
 from jobs.layout import Layout
 from jobs.pair_scores import align_stage, embed_stage, train_aligner
-from jobs.runs import RunRecord, new_run_id
-from jobs.session import build_session, spark_sql_command
+from jobs.runs import RunRecord, exit_code, log, new_run_id, open_lake, run_and_commit
+from jobs.session import spark_sql_command
 from jobs.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
 from jobs.stats import STATS_SCHEMA, check_conservation, count_outcomes, funnel, stats_rows
 
 REJECT_COLUMNS = ["reject_stage", "reject_rule", "dup_of"]
-
-
-def log(message: str) -> None:
-    print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -217,24 +212,13 @@ class FilterRun:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    spark = build_session("sluice-filter", cfg.lake.root, cfg.spark.master, cfg.spark.conf)
-    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
-    for run_id in lake.recover():
-        log(f"rolled forward the interrupted commit of run {run_id}")
+    spark, lake = open_lake("sluice-filter", cfg)
     run_id = args.run_id or new_run_id(cfg.hash())
     inputs = [inp.model_dump() for inp in cfg.inputs]
     job = FilterRun(spark, lake, cfg, run_id)
     raw = job.read_inputs()  # input errors (e.g. Moses line counts) fail here: nothing written
     record = RunRecord(spark, lake, run_id, "filter", cfg.resolved(), cfg.hash(), inputs)
-    record.mark("running")
-    log(f"run {run_id}, lake {cfg.lake.root}")
-    try:
-        flips = job.execute(raw)
-        lake.commit(run_id, [*flips, record.flip("succeeded")])
-    except BaseException as err:
-        record.mark("failed", f"{type(err).__name__}: {err}")
-        raise
-    log(f"committed run {run_id} to {cfg.lake.root} (database `{cfg.lake.database}`)")
+    run_and_commit(lake, record, lambda: job.execute(raw))
     log(
         f'query: {spark_sql_command(cfg.lake.root)} -e "SELECT * FROM '
         f"{cfg.lake.database}.filter_stats WHERE run_id = '{run_id}'\""
@@ -244,11 +228,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (ConfigError, InputError) as err:
-        print(f"sluice: error: {err}", file=sys.stderr)
-        return 2
+    return exit_code(lambda: run(args))
 
 
 if __name__ == "__main__":

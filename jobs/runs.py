@@ -1,13 +1,21 @@
-"""The `runs` table: one row per job run (id, job, resolved config and hash, times, status)."""
+"""The `runs` table: one row per job run (id, job, resolved config and hash, times, status),
+and the frame every job runs in: open the lake (rolling forward an interrupted commit), mark
+the run, do the work, commit it all or mark it failed."""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from pyspark.sql import SparkSession
 
+from jobs.config import ConfigError
+from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, write_staged
+from jobs.session import build_session
 
 RUNS_SCHEMA = (
     "job string, config string, config_hash string, inputs string, started_at timestamp, "
@@ -57,3 +65,38 @@ class RunRecord:
 
     def mark(self, status: str, error: str | None = None) -> None:
         self.lake.commit(f"{self.run_id}-{status}", [self.flip(status, error)])
+
+
+def log(message: str) -> None:
+    print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def open_lake(app_name: str, cfg) -> tuple[SparkSession, Lake]:
+    """The session and lake of a job config (`lake`, `spark` sections)."""
+    spark = build_session(app_name, cfg.lake.root, cfg.spark.master, cfg.spark.conf)
+    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
+    for run_id in lake.recover():
+        log(f"rolled forward the interrupted commit of run {run_id}")
+    return spark, lake
+
+
+def run_and_commit(lake: Lake, record: RunRecord, execute: Callable[[], list[Flip]]) -> None:
+    """Mark the run running, execute it, commit its flips with the `succeeded` record in one
+    commit; on any failure mark it failed (nothing of it becomes visible) and re-raise."""
+    record.mark("running")
+    log(f"run {record.run_id}, lake {lake.root}")
+    try:
+        lake.commit(record.run_id, [*execute(), record.flip("succeeded")])
+    except BaseException as err:
+        record.mark("failed", f"{type(err).__name__}: {err}")
+        raise
+    log(f"committed run {record.run_id} to {lake.root} (database `{lake.database}`)")
+
+
+def exit_code(job: Callable[[], int]) -> int:
+    """Run a job's main; a problem with its config or input is one line on stderr, exit 2."""
+    try:
+        return job()
+    except (ConfigError, InputError) as err:
+        print(f"sluice: error: {err}", file=sys.stderr)
+        return 2

@@ -30,8 +30,8 @@ from pyspark.sql.types import StructType
 from jobs.config import ConfigError
 from jobs.ingest import InputError, union_all
 from jobs.lake import Flip, Lake, write_staged
-from jobs.runs import RunRecord, new_run_id
-from jobs.session import build_session, spark_sql_command
+from jobs.runs import RunRecord, exit_code, log, new_run_id, open_lake, run_and_commit
+from jobs.session import spark_sql_command
 from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
 from udfs.translate import METHODS, OUTPUT_SCHEMA, decoder
@@ -43,10 +43,6 @@ STATS_SCHEMA = (
 )
 STREAM_FLAGS = ("beam_size", "topk", "temperature", "seed", "target_tag")  # = stream keys
 HASH_RANGE = 1 << 31  # selection: a row is kept when its hash falls below a threshold
-
-
-def log(message: str) -> None:
-    print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -345,38 +341,22 @@ class TranslateRun:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    spark = build_session("sluice-translate", cfg.lake.root, cfg.spark.master, cfg.spark.conf)
-    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
-    for run_id in lake.recover():
-        log(f"rolled forward the interrupted commit of run {run_id}")
+    spark, lake = open_lake("sluice-translate", cfg)
     run_id = args.run_id or new_run_id(cfg.hash())
     job = TranslateRun(spark, lake, cfg, run_id)
     streams = [job.open_stream(s) for s in cfg.streams]  # bad input fails before any write
     inputs = [{"stream": s.conf.name, "table": cfg.input_table(s.conf), "model": s.model}
               for s in streams]
     record = RunRecord(spark, lake, run_id, "translate", cfg.resolved(), cfg.hash(), inputs)
-    record.mark("running")
-    log(f"run {run_id}, lake {cfg.lake.root}")
-    try:
-        flips = job.execute(streams)
-        lake.commit(run_id, [*flips, record.flip("succeeded")])
-    except BaseException as err:
-        record.mark("failed", f"{type(err).__name__}: {err}")
-        raise
-    db = cfg.lake.database
-    log(f"committed run {run_id} to {cfg.lake.root} (database `{db}`)")
+    run_and_commit(lake, record, lambda: job.execute(streams))
     log(f'query: {spark_sql_command(cfg.lake.root)} -e "SELECT method, model, count(*) '
-        f"FROM {db}.synthetic WHERE run_id = '{run_id}' GROUP BY 1, 2\"")
+        f"FROM {cfg.lake.database}.synthetic WHERE run_id = '{run_id}' GROUP BY 1, 2\"")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (ConfigError, InputError) as err:
-        print(f"sluice: error: {err}", file=sys.stderr)
-        return 2
+    return exit_code(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from jobs.config import (
     CONF_DIR,
+    JobConfig,
     LakeConf,
     SparkConf,
     Strict,
@@ -124,7 +123,7 @@ class DecodingConf(Strict):
     partitions: int = Field(0, ge=0)  # decoding tasks; 0: Spark's default parallelism
 
 
-class TranslateConfig(Strict):
+class TranslateConfig(JobConfig):
     lake: LakeConf = LakeConf()
     spark: SparkConf = SparkConf()
     round: int = Field(1, ge=1)  # which back-translation round this output belongs to
@@ -157,32 +156,13 @@ class TranslateConfig(Strict):
             target_tag=stream.target_tag or tgt,
             source_lang=src,
         )
-        return DecodeSpec(
-            model_dir=model_dir,
-            tgt_lang=tgt,
-            method=stream.method,
-            beam_size=stream.beam_size,
-            length_penalty=stream.length_penalty,
-            topk=stream.topk,
-            temperature=stream.temperature,
-            noise=Noise(**stream.noise.model_dump()),
-            seed=stream.seed,
-            codec=codec,
-            device=d.device,
-            compute_type=d.compute_type,
-            threads=d.threads,
-            intra_threads=d.intra_threads,
-            batch_tokens=d.batch_tokens,
-            max_input_tokens=d.max_input_tokens,
-            max_output_tokens=d.max_output_tokens,
+        method = stream.model_dump(
+            include={"method", "beam_size", "length_penalty", "topk", "temperature", "seed"}
         )
-
-    def resolved(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-    def hash(self) -> str:
-        blob = json.dumps(self.resolved(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        decoding = d.model_dump(exclude={"partitions"})  # the rest are DecodeSpec fields
+        noise = Noise(**stream.noise.model_dump())
+        return DecodeSpec(model_dir=model_dir, tgt_lang=tgt, noise=noise, codec=codec,
+                          **method, **decoding)
 
 
 def absolute(path: str | None) -> str | None:
