@@ -159,7 +159,7 @@ class TranslateRun:
     # -- inputs --------------------------------------------------------------------------
     def open_stream(self, conf: StreamConf) -> Stream:
         """Check the model and input of a stream (fail before anything is written)."""
-        model_dir = os.path.abspath(conf.model)
+        model_dir = conf.model  # resolved again on each executor (udfs/paths.on_this_worker)
         if not os.path.isdir(model_dir):
             raise InputError(f"stream {conf.name}: model directory not found: {conf.model}")
         try:  # the tokenizer settings are checked here, not in the first task

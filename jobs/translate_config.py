@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -142,13 +141,14 @@ class TranslateConfig(JobConfig):
         return stream.input.table or f"{self.lake.database}.mono_clean"
 
     def decode_spec(self, stream: StreamConf, model_dir: str) -> DecodeSpec:
-        """What the executors need; paths absolute, as the driver resolved them."""
+        """What the executors need. Paths stay as configured: each executor finds them itself
+        (an absolute path in the image, or relative to its working directory: --archives)."""
         t, d = stream.tokenizer, self.decoding
         src, tgt = stream.langs
         codec = CodecSpec(
             kind=t.kind,
-            source_model=absolute(t.source_model),
-            target_model=absolute(t.target_model),
+            source_model=t.source_model,
+            target_model=t.target_model,
             source_prefix=tuple(t.source_prefix),
             source_suffix=tuple(t.source_suffix),
             target_prefix=tuple(t.target_prefix),
@@ -163,10 +163,6 @@ class TranslateConfig(JobConfig):
         noise = Noise(**stream.noise.model_dump())
         return DecodeSpec(model_dir=model_dir, tgt_lang=tgt, noise=noise, codec=codec,
                           **method, **decoding)
-
-
-def absolute(path: str | None) -> str | None:
-    return os.path.abspath(path) if path else None
 
 
 def load_translate_config(

@@ -260,3 +260,13 @@ def test_monolingual_runs_dedup_on_the_text_alone() -> None:
     assert dedup_rules(load_config(None, both, {"lang": "en"})) == ["duplicate"]
     assert dedup_rules(load_config(None, both, {"pair": "zh-en"})) == [
         "duplicate", "duplicate_source", "duplicate_target"]
+
+
+def test_models_are_found_where_the_worker_runs(tiny_multi_ct2: Path, tmp_path: Path,
+                                                monkeypatch) -> None:
+    from udfs.paths import on_this_worker
+
+    monkeypatch.chdir(tiny_multi_ct2.parent)  # as YARN unpacks --archives into the cwd
+    assert on_this_worker(tiny_multi_ct2.name) == str(tiny_multi_ct2)
+    with pytest.raises(FileNotFoundError, match="no-such-model is not on this worker"):
+        on_this_worker(str(tmp_path / "no-such-model"))

@@ -24,3 +24,17 @@ def shipped(path: str) -> str | None:
     except Exception:  # no SparkContext on this process: nothing was shipped
         return None
     return copy if os.path.exists(copy) else None
+
+
+def on_this_worker(path: str) -> str:
+    """`path` as this process sees it: the path itself when it exists here (an absolute path
+    in the image, or one relative to the working directory, where YARN and Kubernetes unpack
+    --archives), else the copy Spark shipped with --files/addFile."""
+    if os.path.exists(path):
+        return os.path.abspath(path)
+    copy = shipped(path)
+    if copy is None:
+        raise FileNotFoundError(
+            f"{path} is not on this worker: put it in the image or ship it (--archives, --files)"
+        )
+    return copy

@@ -14,12 +14,13 @@ Every input row comes out as exactly one row: a synthetic sentence, or a `reject
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 
 import pandas as pd
 
 from udfs.noise import Noise, noise_text
+from udfs.paths import on_this_worker
 from udfs.task import task_cpus, task_gpu
 from udfs.text_codec import CodecSpec, TextCodec, load_codec
 
@@ -110,6 +111,14 @@ def load_translator(model_dir: str, device: str, index: int, compute_type: str,
     )
 
 
+def worker_paths(spec: DecodeSpec) -> tuple[str, CodecSpec]:
+    """The model directory and tokenizer files as this executor sees them."""
+    c = spec.codec
+    files = {k: on_this_worker(v) for k in ("source_model", "target_model")
+             if (v := getattr(c, k))}
+    return on_this_worker(spec.model_dir), replace(c, **files)
+
+
 @cache
 def cached_codec(model_dir: str, spec: CodecSpec) -> TextCodec:
     return load_codec(model_dir, spec)
@@ -180,9 +189,10 @@ def decoder(spec: DecodeSpec) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.
 
         device, index = device_of(spec.device)
         threads = spec.threads or task_cpus()
-        translator = load_translator(spec.model_dir, device, index, spec.compute_type,
+        model_dir, codec_spec = worker_paths(spec)
+        translator = load_translator(model_dir, device, index, spec.compute_type,
                                      threads, spec.intra_threads)
-        codec = cached_codec(spec.model_dir, spec.codec)
+        codec = cached_codec(model_dir, codec_spec)
         ctx = TaskContext.get()
         # Sampling is reproducible for the same config and input (same partitions).
         ctranslate2.set_random_seed(spec.seed * 1_000_003 + (ctx.partitionId() if ctx else 0))
