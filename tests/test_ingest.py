@@ -56,3 +56,29 @@ def test_an_empty_file_is_an_error_naming_it(spark, tmp_path: Path, fmt: str) ->
     paths = [str(empty)] if fmt == "tsv" else [str(empty), str(other)]
     with pytest.raises(InputError, match=f"{empty}: no lines"):
         read_input(spark, InputConf(corpus="e", paths=paths, format=fmt), "zh-en", 100_000)
+
+
+def test_monolingual_parquet_and_text_inputs(spark, tmp_path: Path, data_dir: Path) -> None:
+    en = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:4]
+    path = tmp_path / "mono.parquet"
+    rows = [(t, f"doc#{i}") for i, t in enumerate(en)] + [(None, "doc#null")]
+    spark.createDataFrame(rows, "text string, doc string").coalesce(1).write.parquet(str(path))
+    raw = read_input(spark, InputConf(corpus="pq", paths=[str(path)]), "en", 100_000, mono=True)
+    got = raw.orderBy("line").collect()
+    assert [r.src for r in got] == [*en, None] and all(r.tgt is None for r in got)
+    assert [json.loads(r.extra[0])["doc"] for r in got] == [d for _, d in rows]
+
+    cfg = load_config(extra={"lang": "en"})
+    decided = score_and_decide(normalize_and_analyze(raw, cfg, MODEL), cfg)
+    rules = {r.line: r.reject_rule for r in decided.collect()}
+    assert rules[5] == "empty" and [rules[i] for i in range(1, 5)] == [None] * 4
+    assert "tgt_chars" in decided.columns  # internal shape; the mono tables drop it (layout)
+
+    text = tmp_path / "mono.txt"
+    text.write_text("One line.\n\tTabs stay in the text\tof a monolingual line.\n", "utf-8")
+    lines = read_input(spark, InputConf(corpus="t", paths=[str(text)]), "en", 100_000, mono=True)
+    assert [r.src for r in lines.orderBy("line").collect()] == [
+        "One line.", "\tTabs stay in the text\tof a monolingual line."]
+    with pytest.raises(InputError, match="not for monolingual"):
+        read_input(spark, InputConf(corpus="m", paths=[str(text), str(text)], format="moses"),
+                   "en", 100_000, mono=True)
