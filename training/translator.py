@@ -1,6 +1,6 @@
 """Translate with an exported CTranslate2 model directory (from training.export), applying
 the same text pipeline as training: SentencePiece, <2xx> tag, source reversal, rtl undo.
-This is what back-/forward-translation jobs load once per worker.
+The translate job (jobs/translate.py) applies the same pipeline through udfs/text_codec.py.
 
     python -m training.translator --model models/zh-en-ct2 < in.txt > out.txt"""
 
