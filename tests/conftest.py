@@ -53,3 +53,51 @@ def tiny_multi_ct2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(cfg)
     (checkpoint,) = sorted((root / "run" / "checkpoints").glob("ckpt_*.pt"))
     return export(checkpoint, root / "ct2")
+
+
+@pytest.fixture(scope="session")
+def marian_ct2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A third-party model as users bring them: a Hugging Face MarianMT (the OPUS-MT
+    architecture: separate source.spm/target.spm, vocab.json with <pad> last, no tokenizer
+    metadata CTranslate2 knows of) with random weights, converted by CTranslate2's own
+    TransformersConverter. It decodes nonsense, but through the real third-party path."""
+    import json
+    import shutil
+
+    import ctranslate2
+    import sentencepiece as spm
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+
+    root = tmp_path_factory.mktemp("marian")
+    pairs = (DATA / "train_anki_cmn.tsv").read_text(encoding="utf-8").splitlines()
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(p.split("\t")[0] for p in pairs), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(root / "sp"), vocab_size=1000, pad_id=-1,
+        bos_id=-1, eos_id=1, unk_id=2, minloglevel=2,
+    )
+    hf = root / "hf"
+    hf.mkdir()
+    for side in ("source", "target"):
+        shutil.copy(root / "sp.model", hf / f"{side}.spm")
+    pieces = spm.SentencePieceProcessor(model_file=str(root / "sp.model"))
+    vocab = {"</s>": 0, "<unk>": 1}
+    for i in range(pieces.get_piece_size()):
+        vocab.setdefault(pieces.id_to_piece(i), len(vocab))
+    vocab["<pad>"] = len(vocab)  # Marian's convention: CTranslate2 drops a last <pad>
+    (hf / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    files = [str(hf / name) for name in ("source.spm", "target.spm", "vocab.json")]
+    MarianTokenizer(*files).save_pretrained(hf)
+    n, pad = len(vocab), vocab["<pad>"]
+    config = MarianConfig(
+        vocab_size=n, decoder_vocab_size=n, d_model=32, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=pad, eos_token_id=0,
+        decoder_start_token_id=pad,
+    )
+    MarianMTModel(config).save_pretrained(hf)
+    out = root / "ct2"
+    ctranslate2.converters.TransformersConverter(str(hf)).convert(str(out))
+    for side in ("source", "target"):  # OPUS-MT directories carry their tokenizers
+        shutil.copy(hf / f"{side}.spm", out / f"{side}.spm")
+    return out

@@ -67,3 +67,25 @@ def test_a_table_input_matching_no_rows_is_an_error(lake: Path, capsys) -> None:
             "--set", f"lake.database={DB}"]
     assert filter_job.main(argv) == 2
     assert f"no rows in {DB}.synthetic where run_id = 'no-such-run'" in capsys.readouterr().err
+
+
+def test_a_converted_third_party_model_through_the_job(spark, lake: Path, marian_ct2: Path,
+                                                        tmp_path: Path) -> None:
+    """An OPUS-MT-style model (MarianMT, converted by CTranslate2) with its tokenizer
+    configured: the job decodes with it and records its id."""
+    conf = tmp_path / "marian.yaml"
+    conf.write_text(
+        f"lake: {{root: {lake}, database: {DB}}}\ndecoding: {{max_output_tokens: 12}}\n"
+        "streams:\n"
+        f"  - name: opus\n    model: {marian_ct2}\n    direction: en-zh\n"
+        "    tokenizer: {kind: sentencepiece, source_model: "
+        f"{marian_ct2 / 'source.spm'}, target_model: {marian_ct2 / 'target.spm'}, "
+        'source_suffix: ["</s>"], max_positions: 64}\n', encoding="utf-8")
+    assert translate.main(["--config", str(conf), "--run-id", "opus"]) == 0
+    [stats] = spark.sql(f"SELECT selected, synthetic, rejected, model FROM {DB}.translate_stats"
+                        " WHERE run_id = 'opus'").collect()
+    assert stats.selected > 30 and stats.selected == stats.synthetic + stats.rejected
+    assert stats.model == translate.model_id(str(marian_ct2))
+    decoded = spark.sql(f"SELECT hypothesis FROM {DB}.synthetic_rejected WHERE run_id = 'opus' "
+                        f"UNION ALL SELECT hypothesis FROM {DB}.synthetic WHERE run_id = 'opus'")
+    assert decoded.where("hypothesis IS NULL OR hypothesis = ''").count() == 0

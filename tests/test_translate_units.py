@@ -270,3 +270,22 @@ def test_models_are_found_where_the_worker_runs(tiny_multi_ct2: Path, tmp_path: 
     assert on_this_worker(tiny_multi_ct2.name) == str(tiny_multi_ct2)
     with pytest.raises(FileNotFoundError, match="no-such-model is not on this worker"):
         on_this_worker(str(tmp_path / "no-such-model"))
+
+
+def test_a_converted_third_party_model_decodes_with_its_own_tokenizer(
+        marian_ct2: Path, data_dir: Path) -> None:
+    codec_spec = CodecSpec(kind="sentencepiece", source_model=str(marian_ct2 / "source.spm"),
+                           target_model=str(marian_ct2 / "target.spm"),
+                           source_suffix=("</s>",), max_positions=64)
+    s = DecodeSpec(model_dir=str(marian_ct2), tgt_lang="zh", method="beam", codec=codec_spec,
+                   device="cpu", threads=1, max_output_tokens=12)
+    texts = [*lines(data_dir / "tatoeba-zh-en.en", 20), " ".join(["tea"] * 80)]
+    codec = load_codec(str(marian_ct2), codec_spec)
+    assert codec.encode("I like tea.")[-1] == "</s>"
+    out = translate_rows(load_translator(s.model_dir, "cpu", 0, "default"), codec, s,
+                         list(range(len(texts))), texts)
+    assert out["reject_reason"].iloc[-1] == "input_too_long"  # past its 64 positions
+    decoded = out.iloc[:-1]
+    assert decoded["hypothesis"].str.len().gt(0).all()  # target.spm pieces back to text
+    assert set(decoded["reject_reason"].dropna()) <= {"output_truncated"}
+    assert (decoded["tgt_tokens"] <= 12).all() and decoded["score"].lt(0).all()
