@@ -124,53 +124,60 @@ def cached_codec(model_dir: str, spec: CodecSpec) -> TextCodec:
     return load_codec(model_dir, spec)
 
 
-def translate_rows(
-    translator, codec: TextCodec, spec: DecodeSpec, row_ids: list[int], texts: list[str | None]
-) -> pd.DataFrame:
-    """Decode one batch; one output row per input row (OUTPUT_SCHEMA)."""
-    n = len(texts)
-    out: dict[str, list] = {
-        "tgt": [None] * n,
-        "hypothesis": [None] * n,
-        "score": [None] * n,
-        "src_tokens": [None] * n,
-        "tgt_tokens": [None] * n,
-        "reject_reason": [None] * n,
-    }
-    # Past the model's positions CTranslate2 fails the whole batch: the limits never exceed it.
-    max_in = min(spec.max_input_tokens, codec.max_tokens or spec.max_input_tokens)
-    max_out = min(spec.max_output_tokens, codec.max_tokens or spec.max_output_tokens)
+def encode_inputs(codec: TextCodec, texts: list[str | None], max_in: int,
+                  out: dict[str, list]) -> dict[int, list[str]]:
+    """Tokens of each decodable text by its index; the others get their reject reason."""
     tokens: dict[int, list[str]] = {}
     for i, text in enumerate(texts):
         if text is None or not text.strip():
             out["reject_reason"][i] = "empty_input"
             continue
-        tokens[i] = codec.encode(text)
-        out["src_tokens"][i] = len(tokens[i])
-        if len(tokens[i]) > max_in:
+        pieces = codec.encode(text)
+        out["src_tokens"][i] = len(pieces)
+        if len(pieces) > max_in:
             out["reject_reason"][i] = "input_too_long"
-            del tokens[i]
-    order = list(tokens)
+        else:
+            tokens[i] = pieces
+    return tokens
+
+
+def output_or_reason(text: str, n_tokens: int, max_out: int, spec: DecodeSpec,
+                     row_id: int) -> tuple[str | None, str | None]:
+    """(synthetic text, None), or (None, reject reason) for a decoded hypothesis."""
+    if n_tokens >= max_out:
+        return None, "output_truncated"  # stopped by the length limit
+    if not text.strip():
+        return None, "empty_output"
+    if spec.method == "noised_beam":
+        return noise_text(text, spec.tgt_lang, spec.noise, spec.seed, row_id), None
+    return text, None
+
+
+def translate_rows(
+    translator, codec: TextCodec, spec: DecodeSpec, row_ids: list[int], texts: list[str | None]
+) -> pd.DataFrame:
+    """Decode one batch; one output row per input row (OUTPUT_SCHEMA)."""
+    columns = ("tgt", "hypothesis", "score", "src_tokens", "tgt_tokens", "reject_reason")
+    out: dict[str, list] = {c: [None] * len(texts) for c in columns}
+    # Past the model's positions CTranslate2 fails the whole batch: the limits never exceed it.
+    max_in = min(spec.max_input_tokens, codec.max_tokens or spec.max_input_tokens)
+    max_out = min(spec.max_output_tokens, codec.max_tokens or spec.max_output_tokens)
+    tokens = encode_inputs(codec, texts, max_in, out)
     prefix = codec.target_prefix() or []
     # CTranslate2 counts a forced target prefix in the decoding length.
     options = {**spec.options(), "max_decoding_length": max_out + len(prefix)}
     results = translator.translate_batch(
-        [tokens[i] for i in order], target_prefix=[prefix] * len(order) if prefix else None,
+        list(tokens.values()), target_prefix=[prefix] * len(tokens) if prefix else None,
         **options,
-    ) if order else []
-    for i, result in zip(order, results, strict=True):
+    ) if tokens else []
+    for i, result in zip(tokens, results, strict=True):
         hyp = result.hypotheses[0][len(prefix) :]
         text = codec.decode(hyp)
         out["hypothesis"][i], out["tgt_tokens"][i] = text, len(hyp)
         out["score"][i] = result.scores[0]
-        if len(hyp) >= max_out:
-            out["reject_reason"][i] = "output_truncated"  # stopped by the length limit
-        elif not text.strip():
-            out["reject_reason"][i] = "empty_output"
-        elif spec.method == "noised_beam":
-            out["tgt"][i] = noise_text(text, spec.tgt_lang, spec.noise, spec.seed, row_ids[i])
-        else:
-            out["tgt"][i] = text
+        out["tgt"][i], out["reject_reason"][i] = output_or_reason(
+            text, len(hyp), max_out, spec, row_ids[i]
+        )
     frame = pd.DataFrame(out)
     frame.insert(0, "source_row_id", pd.Series(row_ids, dtype="int64"))
     frame["score"] = frame["score"].astype("float32")
