@@ -31,6 +31,7 @@ from jobs.config import ConfigError
 from jobs.ingest import InputError, union_all
 from jobs.lake import Flip, Lake, write_staged
 from jobs.runs import RunRecord, exit_code, log, new_run_id, open_lake, run_and_commit
+from jobs.sampling import first_by_hash
 from jobs.session import spark_sql_command
 from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
@@ -42,7 +43,6 @@ STATS_SCHEMA = (
     "rejected_by map<string, bigint>, tgt_tokens long, run_id string"
 )
 STREAM_FLAGS = ("beam_size", "topk", "temperature", "seed", "target_tag")  # = stream keys
-HASH_RANGE = 1 << 31  # selection: a row is kept when its hash falls below a threshold
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--name", help="with --model: stream name (default: role-method)")
     p.add_argument("--input-table", help="with --model: table to read (sluice.mono_clean)")
     p.add_argument("--corpus", action="append", help="with --model: corpus to read (repeat)")
-    p.add_argument("--limit", type=int, help="with --model: translate about this many")
+    p.add_argument("--limit", type=int, help="with --model: translate at most this many")
     p.add_argument("--round", type=int, help="back-translation round (stored per row)")
     p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -203,9 +203,9 @@ class TranslateRun:
         )
 
     def select(self, streams: list[Stream]) -> DataFrame:
-        """Each stream's quota of its rows, by a hash of the row id and `input.sample_seed`:
-        the same rows on a rerun, and streams with the same quota and seed of the same input
-        take the same sentences."""
+        """Each stream's quota of its rows, exactly: those with the smallest hash of row id
+        and `input.sample_seed` (jobs/sampling.py). The same rows on a rerun; streams with the
+        same quota and seed of the same input take the same sentences."""
         wanted = quotas(
             {s.conf.name: s.available for s in streams},
             {s.conf.name: s.conf.input.limit for s in streams},
@@ -214,10 +214,13 @@ class TranslateRun:
         )
         frames = []
         for s in streams:
-            share = wanted[s.conf.name] / s.available if s.available else 0.0
-            log(f"stream {s.conf.name}: translating about {wanted[s.conf.name]:,} ({share:.1%})")
-            draw = F.xxhash64("source_row_id", F.lit(s.conf.input.sample_seed)) % HASH_RANGE
-            frames.append(s.rows if share >= 1 else s.rows.where(F.abs(draw) < share * HASH_RANGE))
+            n = wanted[s.conf.name]
+            share = n / s.available if s.available else 0.0
+            log(f"stream {s.conf.name}: translating {n:,} ({share:.1%})")
+            if n >= s.available:
+                frames.append(s.rows)
+            else:
+                frames.append(first_by_hash(s.rows, n, s.conf.input.sample_seed, "source_row_id"))
         return union_all(frames)
 
     # -- decoding ------------------------------------------------------------------------

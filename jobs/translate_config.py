@@ -56,7 +56,7 @@ class InputConf(Strict):
     lang: str | None = None  # rows whose `lang` column is this; default: the direction's source
     corpora: list[str] = Field(default_factory=list)  # empty: every corpus
     where: str | None = None  # any further SQL filter
-    limit: int | None = Field(None, gt=0)  # about this many, sampled by a hash of the row id
+    limit: int | None = Field(None, gt=0)  # at most this many, picked by a hash of the row id
     sample_seed: int = 0  # another seed, another sample (the same seed: the same sentences)
 
 

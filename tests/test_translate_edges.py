@@ -89,3 +89,19 @@ def test_a_converted_third_party_model_through_the_job(spark, lake: Path, marian
     decoded = spark.sql(f"SELECT hypothesis FROM {DB}.synthetic_rejected WHERE run_id = 'opus' "
                         f"UNION ALL SELECT hypothesis FROM {DB}.synthetic WHERE run_id = 'opus'")
     assert decoded.where("hypothesis IS NULL OR hypothesis = ''").count() == 0
+
+
+def test_first_by_hash_takes_exactly_the_quota_stably(spark) -> None:
+    from jobs.sampling import first_by_hash
+
+    rows = spark.range(50_000).withColumnRenamed("id", "row_id").repartition(4)
+
+    def ids(quota: int, seed: int = 0) -> set[int]:
+        return {r.row_id for r in first_by_hash(rows, quota, seed, "row_id").collect()}
+
+    twenty, ten = ids(20_000), ids(10_000)
+    assert len(twenty) == 20_000 and len(ten) == 10_000 and ten < twenty  # exact, nested
+    assert ids(10_000) == ten  # the same rows again
+    assert len(ten & ids(10_000, seed=1)) < 3_000  # another seed, another sample (~2,000)
+    assert 4_000 < sum(i < 25_000 for i in ten) < 6_000  # uniform over the ids
+    assert ids(0) == set() and len(ids(60_000)) == 50_000
