@@ -33,6 +33,7 @@ from jobs.lake import Flip, Lake, write_staged
 from jobs.runs import RunRecord, exit_code, log, new_run_id, open_lake, run_and_commit
 from jobs.sampling import first_by_hash
 from jobs.session import spark_sql_command
+from jobs.stats import ConservationError
 from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
 from udfs.translate import METHODS, OUTPUT_SCHEMA, decoder
@@ -262,15 +263,11 @@ class TranslateRun:
         # Spread over `parts` tasks (file splits would pack small inputs into a few), and
         # length-sorted within each, so every Arrow batch holds sentences of similar length.
         # The schema is given: a run that selected nothing has no files to infer it from.
-        staged = (
-            self.spark.read.schema(selected.schema)
-            .parquet(f"{self.dir}/translate_input")
-            .repartition(parts)
-            .sortWithinPartitions(F.length("src"))
-        )
+        staged = self.spark.read.schema(selected.schema).parquet(f"{self.dir}/translate_input")
+        spread = staged.repartition(parts).sortWithinPartitions(F.length("src"))
         started = time.time()
         decoded = union_all(
-            [self.decode(s, staged.where(F.col("stream") == s.conf.name)) for s in streams]
+            [self.decode(s, spread.where(F.col("stream") == s.conf.name)) for s in streams]
         )
         methods = ", ".join(f"{s.conf.name}: {s.conf.method}" for s in streams)
         log(f"decoding ({methods}) in {parts} tasks per stream")
@@ -286,9 +283,8 @@ class TranslateRun:
 
     # -- counting and committing ---------------------------------------------------------
     def stats(self, streams: list[Stream], staged: DataFrame, result: DataFrame) -> DataFrame:
-        """One row per stream; raises ConservationError unless selected = synthetic + rejected."""
-        from jobs.stats import ConservationError
-
+        """One row per stream; raises ConservationError unless selected = synthetic + rejected.
+        `staged` is the selection as written (counted without the decoding's shuffle)."""
         selected = {r.stream: r["count"] for r in staged.groupBy("stream").count().collect()}
         grouped = result.groupBy("stream", "reject_reason").agg(
             F.count("*").alias("n"), F.sum("tgt_tokens").alias("tokens")

@@ -15,6 +15,12 @@ from jobs import translate
 DB = "bt_edges"
 
 
+def flag_run(lake: Path, model: Path, run_id: str, *flags: str) -> list[str]:
+    """argv of a one-stream en-zh run from flags on this module's lake."""
+    return ["--model", str(model), "--direction", "en-zh", *flags, "--lake", str(lake),
+            "--set", f"lake.database={DB}", "--run-id", run_id]
+
+
 @pytest.fixture(scope="module")
 def lake(spark, lake_root: Path, data_dir: Path, tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("bt-edges")
@@ -29,9 +35,7 @@ def lake(spark, lake_root: Path, data_dir: Path, tmp_path_factory) -> Path:
 
 def test_a_stream_that_selects_nothing_commits_an_empty_run(spark, lake: Path,
                                                             tiny_multi_ct2: Path) -> None:
-    argv = ["--model", str(tiny_multi_ct2), "--direction", "en-zh", "--corpus", "no-such",
-            "--lake", str(lake), "--set", f"lake.database={DB}", "--run-id", "empty"]
-    assert translate.main(argv) == 0
+    assert translate.main(flag_run(lake, tiny_multi_ct2, "empty", "--corpus", "no-such")) == 0
     [row] = spark.sql(f"SELECT available, selected, synthetic, rejected FROM {DB}.translate_stats"
                       " WHERE run_id = 'empty'").collect()
     assert tuple(row) == (0, 0, 0, 0)
@@ -40,9 +44,7 @@ def test_a_stream_that_selects_nothing_commits_an_empty_run(spark, lake: Path,
 
 def test_the_default_input_is_the_lakes_own_mono_clean(spark, lake: Path,
                                                         tiny_multi_ct2: Path) -> None:
-    argv = ["--model", str(tiny_multi_ct2), "--direction", "en-zh", "--method", "greedy",
-            "--lake", str(lake), "--set", f"lake.database={DB}", "--run-id", "some"]
-    assert translate.main(argv) == 0
+    assert translate.main(flag_run(lake, tiny_multi_ct2, "some", "--method", "greedy")) == 0
     [row] = spark.sql(f"SELECT source_table, count(*) FROM {DB}.synthetic WHERE run_id = 'some'"
                       " GROUP BY 1").collect()
     kept = spark.sql(f"SELECT * FROM {DB}.mono_clean").count()
