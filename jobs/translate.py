@@ -262,9 +262,13 @@ class TranslateRun:
         write_staged(selected, f"{self.dir}/translate_input", ["stream"])
         # Spread over `parts` tasks (file splits would pack small inputs into a few), and
         # length-sorted within each, so every Arrow batch holds sentences of similar length.
+        # Placement and order follow the row id, not the read order: a sentence meets the same
+        # batch neighbours on every run, and float results depend on the batch it is decoded in.
         # The schema is given: a run that selected nothing has no files to infer it from.
         staged = self.spark.read.schema(selected.schema).parquet(f"{self.dir}/translate_input")
-        spread = staged.repartition(parts).sortWithinPartitions(F.length("src"))
+        spread = staged.repartition(parts, "source_row_id").sortWithinPartitions(
+            F.length("src"), "source_row_id"
+        )
         started = time.time()
         decoded = union_all(
             [self.decode(s, spread.where(F.col("stream") == s.conf.name)) for s in streams]

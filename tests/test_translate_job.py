@@ -23,6 +23,7 @@ STREAMS = [
     {"name": "bt-sampling", "direction": "en-zh", "method": "sampling", "weight": 2},
     {"name": "bt-sampling-seed2", "direction": "en-zh", "method": "sampling", "weight": 2,
      "seed": 2},
+    {"name": "bt-sampling-again", "direction": "en-zh", "method": "sampling", "weight": 2},
     {"name": "bt-noised", "direction": "en-zh", "method": "noised_beam"},
 ]
 MAX_IN, MAX_OUT = 24, 40
@@ -210,6 +211,15 @@ def test_sampling_is_diverse(lake: dict) -> None:
     with_beam = set(one) & set(beam)
     assert sum(one[i]["tgt"] != beam[i]["hypothesis"] for i in with_beam) > 0.5 * len(with_beam)
     assert len({r["tgt"] for r in one.values()}) > 0.8 * len(one)
+
+
+def test_the_same_seed_samples_the_same_output(lake: dict) -> None:
+    """Same rows, same seed, decoded in other tasks after other streams' draws."""
+    synth = by_stream(lake)
+    one, again = synth["bt-sampling"], synth["bt-sampling-again"]
+    assert one.keys() == again.keys() and len(one) > 60
+    assert all((one[i]["tgt"], one[i]["score"]) == (again[i]["tgt"], again[i]["score"])
+               for i in one)
 
 
 def test_noised_beam_changes_the_output_words(lake: dict) -> None:

@@ -15,7 +15,13 @@ from jobs.translate import config_from_args, model_id, parse_args, quotas
 from training.translator import Ct2Translator
 from udfs.noise import Noise, noise_text, shuffle_locally
 from udfs.text_codec import CodecSpec, SluiceCodec, load_codec
-from udfs.translate import DecodeSpec, device_of, load_translator, translate_rows
+from udfs.translate import (
+    DecodeSpec,
+    device_of,
+    load_translator,
+    seeded_sampler,
+    translate_rows,
+)
 
 
 def lines(path: Path, n: int) -> list[str]:
@@ -158,6 +164,21 @@ def test_translate_rows_rejects_with_reasons(tiny_multi_ct2: Path, data_dir: Pat
     assert (truncated == (decoded & (out["tgt_tokens"] >= 6))).all()
     assert out.loc[out["reject_reason"].isna(), "tgt"].notna().all()
     assert out.loc[out["reject_reason"].notna(), "tgt"].isna().all()
+
+
+def test_a_sampling_seed_repeats_its_samples(tiny_multi_ct2: Path, data_dir: Path) -> None:
+    texts = lines(data_dir / "tatoeba-zh-en.en", 60)
+    s = spec(tiny_multi_ct2, method="sampling", tgt_lang="zh", codec=CodecSpec(target_tag="zh"))
+    codec = load_codec(s.model_dir, s.codec)
+
+    def sample(seed: int) -> list[str]:
+        sampler = seeded_sampler(s.model_dir, "cpu", 0, "default", 2, seed)
+        out = translate_rows(sampler, codec, s, list(range(len(texts))), texts)
+        return out["hypothesis"].tolist()
+
+    first = sample(7)
+    assert sample(7) == first  # the worker's earlier draws do not shift a reseeded task
+    assert sum(a != b for a, b in zip(first, sample(8), strict=True)) > len(texts) / 2
 
 
 # -- config ----------------------------------------------------------------------------------

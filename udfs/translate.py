@@ -1,7 +1,8 @@
 """Decode sentences with a CTranslate2 model inside Spark tasks (`mapInPandas`).
 
 Each Python worker loads the model and its tokenizer once (cached for the worker's life;
-Spark reuses workers across tasks), on the GPU Spark's resource scheduling gave the task,
+Spark reuses workers across tasks; a sampling task gets a freshly seeded one-thread
+translator instead, see `seeded_sampler`), on the GPU Spark's resource scheduling gave the task,
 else on the CPU with the task's cores. Every Arrow batch is tokenized and handed to
 CTranslate2, which sorts it by length and decodes it in sub-batches of at most
 `batch_tokens` source tokens (the job also sorts each partition by length, so a batch holds
@@ -13,9 +14,11 @@ Every input row comes out as exactly one row: a synthetic sentence, or a `reject
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
+from itertools import chain
 
 import pandas as pd
 
@@ -95,8 +98,7 @@ def device_of(requested: str) -> tuple[str, int]:
     return "cuda", 0
 
 
-@lru_cache(maxsize=4)  # a worker may serve several streams' tasks; each model loads once
-def load_translator(model_dir: str, device: str, index: int, compute_type: str,
+def open_translator(model_dir: str, device: str, index: int, compute_type: str,
                     threads: int = 1, intra_threads: int = 1):
     import ctranslate2
 
@@ -109,6 +111,24 @@ def load_translator(model_dir: str, device: str, index: int, compute_type: str,
         inter_threads=max(1, threads // intra),  # sub-batches decoded in parallel
         intra_threads=intra,
     )
+
+
+@lru_cache(maxsize=4)  # a worker may serve several streams' tasks; each model loads once
+def load_translator(model_dir: str, device: str, index: int, compute_type: str,
+                    threads: int = 1, intra_threads: int = 1):
+    return open_translator(model_dir, device, index, compute_type, threads, intra_threads)
+
+
+def seeded_sampler(model_dir: str, device: str, index: int, compute_type: str, threads: int,
+                   seed: int):
+    """A fresh one-thread translator whose sampling starts from `seed`. CTranslate2 seeds
+    each decoding thread's generator once, when that thread first samples, so reseeding a
+    cached translator changes nothing; a new thread does, and one thread draws in a fixed
+    order (several would take sub-batches in whatever order they free up)."""
+    import ctranslate2
+
+    ctranslate2.set_random_seed(seed)
+    return open_translator(model_dir, device, index, compute_type, threads, threads)
 
 
 def worker_paths(spec: DecodeSpec) -> tuple[str, CodecSpec]:
@@ -186,24 +206,34 @@ def translate_rows(
     return frame
 
 
+def task_seed(seed: int, first_batch: pd.DataFrame) -> int:
+    """The stream's seed mixed with the task's first row id. The job places and orders rows
+    by row id, so a task holds the same rows in the same order on every run (Spark's partition
+    index would not do: it depends on the stream's place in the job's union)."""
+    first_row = int(first_batch["source_row_id"].iloc[0])
+    return zlib.crc32(f"{seed}:{first_row}".encode())
+
+
 def decoder(spec: DecodeSpec) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """The `mapInPandas` function: batches with `source_row_id` and `src` (and any other
     columns, passed through) -> the same columns plus OUTPUT_SCHEMA's."""
 
     def decode(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        import ctranslate2
-        from pyspark import TaskContext
-
+        batches = iter(batches)
+        first = next(batches, None)
+        if first is None:
+            return
         device, index = device_of(spec.device)
         threads = spec.threads or task_cpus()
         model_dir, codec_spec = worker_paths(spec)
-        translator = load_translator(model_dir, device, index, spec.compute_type,
-                                     threads, spec.intra_threads)
+        if spec.method == "sampling":
+            translator = seeded_sampler(model_dir, device, index, spec.compute_type, threads,
+                                        task_seed(spec.seed, first))
+        else:
+            translator = load_translator(model_dir, device, index, spec.compute_type,
+                                         threads, spec.intra_threads)
         codec = cached_codec(model_dir, codec_spec)
-        ctx = TaskContext.get()
-        # Sampling is reproducible for the same config and input (same partitions).
-        ctranslate2.set_random_seed(spec.seed * 1_000_003 + (ctx.partitionId() if ctx else 0))
-        for batch in batches:
+        for batch in chain([first], batches):
             ids = batch["source_row_id"].astype("int64").tolist()
             decoded = translate_rows(translator, codec, spec, ids, batch["src"].tolist())
             yield pd.concat(
