@@ -153,8 +153,8 @@ def test_translate_rows_rejects_with_reasons(tiny_multi_ct2: Path, data_dir: Pat
     texts = ["", "   ", None, *lines(data_dir / "tatoeba-zh-en.zh", 30)]
     s = spec(tiny_multi_ct2, method="beam", max_input_tokens=8, max_output_tokens=6)
     translator = load_translator(s.model_dir, "cpu", 0, "default", 1)
-    out = translate_rows(translator, load_codec(s.model_dir, s.codec), s,
-                         list(range(len(texts))), texts)
+    codec = load_codec(s.model_dir, s.codec)
+    out = translate_rows(translator, codec, s, list(range(len(texts))), texts)
     reasons = out["reject_reason"].tolist()
     assert reasons[:3] == ["empty_input"] * 3
     long_in = out["src_tokens"] > 8
@@ -162,6 +162,13 @@ def test_translate_rows_rejects_with_reasons(tiny_multi_ct2: Path, data_dir: Pat
     decoded = out["hypothesis"].notna()
     truncated = out["reject_reason"] == "output_truncated"
     assert (truncated == (decoded & (out["tgt_tokens"] >= 6))).all()
+    # Exact, not conservative: the end token counts against the limit, so an output that
+    # reaches it is one the decoder had not finished.
+    ids = out.index[decoded]
+    ended = [r.hypotheses[0][-1] == "</s>" for r in translator.translate_batch(
+        [codec.encode(texts[i]) for i in ids], beam_size=4, max_decoding_length=6,
+        return_end_token=True)]
+    assert truncated[ids].tolist() == [not e for e in ended] and 0 < sum(ended) < len(ids)
     assert out.loc[out["reject_reason"].isna(), "tgt"].notna().all()
     assert out.loc[out["reject_reason"].notna(), "tgt"].isna().all()
 
