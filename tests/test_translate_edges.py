@@ -64,11 +64,11 @@ def test_balance_with_an_empty_stream_is_an_error(lake: Path, tiny_multi_ct2: Pa
 
 
 def test_a_table_input_matching_no_rows_is_an_error(lake: Path, capsys) -> None:
-    argv = ["--pair", "en-zh", "--corpus", "bt", "--format", "table", "--input",
-            f"{DB}.synthetic", "--where", "run_id = 'no-such-run'", "--lake", str(lake),
+    argv = ["--lang", "en", "--corpus", "again", "--format", "table", "--input",
+            f"{DB}.mono_clean", "--where", "corpus = 'no-such'", "--lake", str(lake),
             "--set", f"lake.database={DB}"]
     assert filter_job.main(argv) == 2
-    assert f"no rows in {DB}.synthetic where run_id = 'no-such-run'" in capsys.readouterr().err
+    assert f"no rows in {DB}.mono_clean where corpus = 'no-such'" in capsys.readouterr().err
 
 
 def test_a_converted_third_party_model_through_the_job(spark, lake: Path, marian_ct2: Path,
