@@ -192,7 +192,11 @@ class EmbeddingConf(Strict):
 
 
 class JobConfig(Strict):
-    """A job's whole configuration: stored resolved in the `runs` table, hashed into run ids."""
+    """A job's whole configuration: stored resolved in the `runs` table, hashed into run ids.
+    Every job has a lake and a Spark session."""
+
+    lake: LakeConf = LakeConf()
+    spark: SparkConf = SparkConf()
 
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -205,8 +209,6 @@ class JobConfig(Strict):
 class FilterConfig(JobConfig):
     pair: str | None = None  # bitext: source-target
     lang: str | None = None  # monolingual text instead of bitext (mono_raw/_clean/_rejected)
-    lake: LakeConf = LakeConf()
-    spark: SparkConf = SparkConf()
     inputs: list[InputConf] = Field(default_factory=list)
     ingest: IngestConf = IngestConf()
     normalize: NormalizeConf = NormalizeConf()

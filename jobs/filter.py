@@ -24,8 +24,7 @@ from jobs.ingest import read_input, union_all
 from jobs.lake import Flip, Lake, write_staged
 from jobs.layout import Layout
 from jobs.pair_scores import align_stage, embed_stage, train_aligner
-from jobs.runs import RunRecord, exit_code, log, new_run_id, open_lake, run_and_commit
-from jobs.session import spark_sql_command
+from jobs.runs import exit_code, log, new_run_id, open_lake, run_and_commit
 from jobs.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
 from jobs.stats import STATS_SCHEMA, check_conservation, count_outcomes, funnel, stats_rows
 
@@ -217,12 +216,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = [inp.model_dump() for inp in cfg.inputs]
     job = FilterRun(spark, lake, cfg, run_id)
     raw = job.read_inputs()  # input errors (e.g. Moses line counts) fail here: nothing written
-    record = RunRecord(spark, lake, run_id, "filter", cfg.resolved(), cfg.hash(), inputs)
-    run_and_commit(lake, record, lambda: job.execute(raw))
-    log(
-        f'query: {spark_sql_command(cfg.lake.root)} -e "SELECT * FROM '
-        f"{cfg.lake.database}.filter_stats WHERE run_id = '{run_id}'\""
-    )
+    query = f"SELECT * FROM {cfg.lake.database}.filter_stats WHERE run_id = '{run_id}'"
+    run_and_commit(spark, lake, cfg, "filter", run_id, inputs, lambda: job.execute(raw), query)
     return 0
 
 

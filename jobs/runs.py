@@ -12,10 +12,10 @@ from datetime import datetime, timezone
 
 from pyspark.sql import SparkSession
 
-from jobs.config import ConfigError
+from jobs.config import ConfigError, JobConfig
 from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, write_staged
-from jobs.session import build_session
+from jobs.session import build_session, spark_sql_command
 
 RUNS_SCHEMA = (
     "job string, config string, config_hash string, inputs string, started_at timestamp, "
@@ -71,7 +71,7 @@ def log(message: str) -> None:
     print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def open_lake(app_name: str, cfg) -> tuple[SparkSession, Lake]:
+def open_lake(app_name: str, cfg: JobConfig) -> tuple[SparkSession, Lake]:
     """The session and lake of a job config (`lake`, `spark` sections)."""
     spark = build_session(app_name, cfg.lake.root, cfg.spark.master, cfg.spark.conf)
     lake = Lake(spark, cfg.lake.root, cfg.lake.database)
@@ -80,17 +80,21 @@ def open_lake(app_name: str, cfg) -> tuple[SparkSession, Lake]:
     return spark, lake
 
 
-def run_and_commit(lake: Lake, record: RunRecord, execute: Callable[[], list[Flip]]) -> None:
-    """Mark the run running, execute it, commit its flips with the `succeeded` record in one
-    commit; on any failure mark it failed (nothing of it becomes visible) and re-raise."""
+def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, run_id: str,
+                   inputs: list[dict], execute: Callable[[], list[Flip]], query: str) -> None:
+    """Record the run as running, execute it, commit its flips with the `succeeded` record in
+    one commit; on any failure record it failed (nothing of it becomes visible) and re-raise.
+    Then print how to look at it: `query` through spark-sql on this lake."""
+    record = RunRecord(spark, lake, run_id, job, cfg.resolved(), cfg.hash(), inputs)
     record.mark("running")
-    log(f"run {record.run_id}, lake {lake.root}")
+    log(f"run {run_id}, lake {lake.root}")
     try:
-        lake.commit(record.run_id, [*execute(), record.flip("succeeded")])
+        lake.commit(run_id, [*execute(), record.flip("succeeded")])
     except BaseException as err:
         record.mark("failed", f"{type(err).__name__}: {err}")
         raise
-    log(f"committed run {record.run_id} to {lake.root} (database `{lake.database}`)")
+    log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
+    log(f'query: {spark_sql_command(cfg.lake.root)} -e "{query}"')
 
 
 def exit_code(job: Callable[[], int]) -> int:

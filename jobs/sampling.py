@@ -15,21 +15,33 @@ from pyspark.sql import functions as F
 BUCKET_SHIFT = 48  # the top 16 bits of the 64-bit hash
 
 
-def first_by_hash(rows: DataFrame, quota: int, seed: int, id_col: str) -> DataFrame:
-    """The `quota` rows with the smallest xxhash64(id, seed); all rows if there are fewer."""
-    hashed = rows.withColumn("_h", F.xxhash64(id_col, F.lit(seed))).withColumn(
+def hashed(rows: DataFrame, seed: int, id_col: str) -> DataFrame:
+    """`rows` with the seeded hash of their id (`_h`) and its bucket (`_b`)."""
+    return rows.withColumn("_h", F.xxhash64(id_col, F.lit(seed))).withColumn(
         "_b", F.shiftright("_h", BUCKET_SHIFT)
     )
-    counts = sorted((r["_b"], r["count"]) for r in hashed.groupBy("_b").count().collect())
+
+
+def hash_buckets(rows: DataFrame, seed: int, id_col: str) -> list[tuple[int, int]]:
+    """(bucket, rows in it), ascending. Their sum is the row count: one pass for both."""
+    counts = hashed(rows, seed, id_col).groupBy("_b").count().collect()
+    return sorted((r["_b"], r["count"]) for r in counts)
+
+
+def first_by_hash(rows: DataFrame, quota: int, seed: int, id_col: str,
+                  buckets: list[tuple[int, int]] | None = None) -> DataFrame:
+    """The `quota` rows with the smallest xxhash64(id, seed); all rows if there are fewer.
+    `buckets`: hash_buckets() of the same rows and seed, if already counted."""
     cut, need, taken = None, 0, 0
-    for bucket, n in counts:
+    for bucket, n in buckets if buckets is not None else hash_buckets(rows, seed, id_col):
         if taken + n >= quota:
             cut, need = bucket, quota - taken
             break
         taken += n
     if cut is None:  # fewer rows than the quota
         return rows
+    with_hash = hashed(rows, seed, id_col)
     rank = F.row_number().over(Window.partitionBy("_b").orderBy("_h", id_col))
-    edge = hashed.where(F.col("_b") == cut).withColumn("_r", rank).where(F.col("_r") <= need)
-    below = hashed.where(F.col("_b") < cut)
+    edge = with_hash.where(F.col("_b") == cut).withColumn("_r", rank).where(F.col("_r") <= need)
+    below = with_hash.where(F.col("_b") < cut)
     return below.unionByName(edge.drop("_r")).drop("_h", "_b")

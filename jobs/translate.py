@@ -30,9 +30,8 @@ from pyspark.sql.types import StructType
 from jobs.config import ConfigError
 from jobs.ingest import InputError, union_all
 from jobs.lake import Flip, Lake, write_staged
-from jobs.runs import RunRecord, exit_code, log, new_run_id, open_lake, run_and_commit
-from jobs.sampling import first_by_hash
-from jobs.session import spark_sql_command
+from jobs.runs import exit_code, log, new_run_id, open_lake, run_and_commit
+from jobs.sampling import first_by_hash, hash_buckets
 from jobs.stats import ConservationError
 from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
@@ -150,6 +149,7 @@ class Stream:
     model: str  # model id
     rows: DataFrame  # (stream, source_table, source_corpus, source_row_id, src)
     available: int
+    buckets: list[tuple[int, int]]  # jobs/sampling.hash_buckets of rows
 
 
 class TranslateRun:
@@ -168,14 +168,16 @@ class TranslateRun:
         except (ValueError, OSError, KeyError) as err:
             raise ConfigError(f"stream {conf.name}: tokenizer: {err}") from None
         rows = self.input_rows(conf)
-        available = rows.count()
+        # The sample's hash histogram counts the rows too: one pass over the input, not two.
+        buckets = hash_buckets(rows, conf.input.sample_seed, "source_row_id")
+        available = sum(n for _, n in buckets)
         table = self.cfg.input_table(conf)
         log(f"stream {conf.name}: {available:,} sentences available in {table}")
         if available == 0 and self.cfg.balance:
             raise InputError(f"stream {conf.name}: no sentences in {table} for its filters, "
                              "so balance would translate nothing in any stream")
         model = model_id(model_dir, conf.tokenizer.files())
-        return Stream(conf, model_dir, model, rows, available)
+        return Stream(conf, model_dir, model, rows, available, buckets)
 
     def input_rows(self, conf: StreamConf) -> DataFrame:
         inp, table = conf.input, self.cfg.input_table(conf)
@@ -221,7 +223,8 @@ class TranslateRun:
             if n >= s.available:
                 frames.append(s.rows)
             else:
-                frames.append(first_by_hash(s.rows, n, s.conf.input.sample_seed, "source_row_id"))
+                frames.append(first_by_hash(s.rows, n, s.conf.input.sample_seed,
+                                            "source_row_id", s.buckets))
         return union_all(frames)
 
     # -- decoding ------------------------------------------------------------------------
@@ -350,10 +353,10 @@ def run(args: argparse.Namespace) -> int:
     streams = [job.open_stream(s) for s in cfg.streams]  # bad input fails before any write
     inputs = [{"stream": s.conf.name, "table": cfg.input_table(s.conf), "model": s.model}
               for s in streams]
-    record = RunRecord(spark, lake, run_id, "translate", cfg.resolved(), cfg.hash(), inputs)
-    run_and_commit(lake, record, lambda: job.execute(streams))
-    log(f'query: {spark_sql_command(cfg.lake.root)} -e "SELECT method, model, count(*) '
-        f"FROM {cfg.lake.database}.synthetic WHERE run_id = '{run_id}' GROUP BY 1, 2\"")
+    query = (f"SELECT method, model, count(*) FROM {cfg.lake.database}.synthetic "
+             f"WHERE run_id = '{run_id}' GROUP BY 1, 2")
+    run_and_commit(spark, lake, cfg, "translate", run_id, inputs, lambda: job.execute(streams),
+                   query)
     return 0
 
 

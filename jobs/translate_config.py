@@ -11,8 +11,6 @@ from pydantic import Field, field_validator, model_validator
 from jobs.config import (
     CONF_DIR,
     JobConfig,
-    LakeConf,
-    SparkConf,
     Strict,
     load_validated,
 )
@@ -41,11 +39,13 @@ class TokenizerConf(Strict):
 
 
 class NoiseConf(Strict):
-    delete: float = Field(0.05, ge=0, le=1)
-    filler: float = Field(0.05, ge=0, le=1)
-    swap: float = Field(0.05, ge=0, le=1)
-    filler_token: str = "<blank>"
-    max_swap_distance: int = Field(3, ge=1)
+    """udfs/noise.Noise, validated; its defaults are Noise's."""
+
+    delete: float = Field(Noise.delete, ge=0, le=1)
+    filler: float = Field(Noise.filler, ge=0, le=1)
+    swap: float = Field(Noise.swap, ge=0, le=1)
+    filler_token: str = Noise.filler_token
+    max_swap_distance: int = Field(Noise.max_swap_distance, ge=1)
 
 
 class InputConf(Strict):
@@ -123,8 +123,6 @@ class DecodingConf(Strict):
 
 
 class TranslateConfig(JobConfig):
-    lake: LakeConf = LakeConf()
-    spark: SparkConf = SparkConf()
     round: int = Field(1, ge=1)  # which back-translation round this output belongs to
     balance: bool = False  # FTST: scale every stream's input to its `weight` share
     decoding: DecodingConf = DecodingConf()
