@@ -41,8 +41,20 @@ class LakeConf(Strict):
 
 
 class SparkConf(Strict):
-    master: str = "local[*]"
+    """Spark settings a job fills in where the user gave Spark none (jobs/session.py)."""
+
     conf: dict[str, str] = Field(default_factory=dict)
+    partitions_per_core: int = Field(3, ge=1)  # rows spread over cores x this after ingest
+
+    @model_validator(mode="before")
+    @classmethod
+    def no_master(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "master" in data:
+            raise ValueError(
+                "spark.master is not a sluice setting: pass --master to spark-submit "
+                "(or set it in spark-defaults.conf); without one Spark runs local[*]"
+            )
+        return data
 
 
 class InputConf(Strict):

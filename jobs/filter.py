@@ -13,8 +13,8 @@ clean or rejected; the run checks that before it commits.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from contextlib import AbstractContextManager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,8 +23,10 @@ from jobs.config import ConfigError, FilterConfig, load_config
 from jobs.ingest import read_input, union_all
 from jobs.lake import Flip, Lake, write_staged
 from jobs.layout import Layout
+from jobs.models import for_executors
 from jobs.pair_scores import align_stage, embed_stage, train_aligner
-from jobs.runs import exit_code, log, new_run_id, open_lake, run_and_commit
+from jobs.progress import log, stage
+from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
 from jobs.stats import STATS_SCHEMA, check_conservation, count_outcomes, funnel, stats_rows
 
@@ -114,16 +116,15 @@ class FilterRun:
         write_staged(df, f"{self.dir}/{name}", partition_cols or [])
         return self.spark.read.parquet(f"{self.dir}/{name}")
 
-    def langid_model(self) -> str:
-        return self.model_path(self.cfg.langid.model)
+    def stage(self, name: str) -> AbstractContextManager[None]:
+        """Name the Spark jobs of a step after it and log its progress (jobs/progress.py)."""
+        corpora = ",".join(sorted({inp.corpus for inp in self.cfg.inputs}))
+        return stage(self.spark, "filter", f"{name} {self.cfg.key}/{corpora}")
 
-    def model_path(self, path: str) -> str:
-        """A model file or directory as executors see it. A local file is shipped to them;
-        a directory (an encoder) must be at the same path on every executor (the image, or
-        --archives), since Spark ships local directories only in local mode."""
-        if os.path.isfile(path):
-            self.spark.sparkContext.addFile(os.path.abspath(path))
-        return os.path.abspath(path) if os.path.exists(path) else path
+    def partitions(self) -> int:
+        """Enough partitions to keep every core busy to the end of the main stage."""
+        cores = self.spark.sparkContext.defaultParallelism
+        return max(1, cores * self.cfg.spark.partitions_per_core)
 
     def pair_scores(self, decided: DataFrame) -> DataFrame:
         """Word alignment and embedding similarity on the rows the rules and dedup kept."""
@@ -131,40 +132,48 @@ class FilterRun:
         if not (cfg.align.enabled or cfg.embedding.enabled):
             return decided
         # Staged, so sampling for the aligner does not recompute the stages before it.
-        decided = self.staged(decided, "stage_rules")
+        with self.stage("normalize+rules+langid+dedup"):
+            decided = self.staged(decided, "stage_rules")
         if cfg.align.enabled:
             model_dir = cfg.align.model_dir
             if model_dir is None:
-                log(f"training the word aligner on up to {cfg.align.sample_pairs:,} clean pairs")
-                target = f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}"
-                model_dir = train_aligner(decided, cfg, target)
+                with self.stage(f"train aligner (up to {cfg.align.sample_pairs:,} clean pairs)"):
+                    target = f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}"
+                    model_dir = train_aligner(decided, cfg, target)
             log(f"word alignment scores (model {model_dir or 'none: no row left to score'})")
             decided = align_stage(decided, cfg, model_dir)
             if cfg.embedding.enabled:  # staged again, or the embed split would align twice
-                decided = self.staged(decided, "stage_align")
+                with self.stage("word alignment"):
+                    decided = self.staged(decided, "stage_align")
         if cfg.embedding.enabled:
             enc = cfg.embedding.chosen
             log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
-            decided = embed_stage(decided, cfg, self.model_path(enc.model))
+            model = for_executors(self.spark, enc.model, f"{cfg.embedding.encoder} encoder")
+            decided = embed_stage(decided, cfg, model)
         return decided
 
     def execute(self, raw: DataFrame) -> list[Flip]:
         lay, key = self.layout, self.layout.key
-        log(f"writing {lay.raw}")
-        raw = lay.inward(self.staged(lay.outward(raw), lay.raw, [key, "corpus"]))
+        with self.stage(f"ingest into {lay.raw}"):
+            # Spread by row id: a gzip file is read as one partition.
+            spread = raw.repartition(self.partitions(), "row_id")
+            raw = lay.inward(self.staged(lay.outward(spread), lay.raw, [key, "corpus"]))
 
-        log("normalizing, scoring, language ID, dedup")
+        langid = for_executors(self.spark, self.cfg.langid.model, "fastText language-ID model")
         decided = dedup(
-            score_and_decide(normalize_and_analyze(raw, self.cfg, self.langid_model()), self.cfg),
-            self.cfg,
+            score_and_decide(normalize_and_analyze(raw, self.cfg, langid), self.cfg), self.cfg
         )
         decided = self.pair_scores(decided)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
-        decided = self.staged(lay.outward(decided), lay.prefix, [key, "corpus", "outcome"])
-        for stage in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
-            self.lake.delete(f"{self.dir}/{stage}")
-        counts = count_outcomes(raw, decided, key)
+        scorers = self.cfg.align.enabled or self.cfg.embedding.enabled
+        last = "embeddings" if self.cfg.embedding.enabled else "write"
+        with self.stage(last if scorers else "normalize+rules+langid+dedup"):
+            decided = self.staged(lay.outward(decided), lay.prefix, [key, "corpus", "outcome"])
+        for step in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
+            self.lake.delete(f"{self.dir}/{step}")
+        with self.stage("conservation check"):
+            counts = count_outcomes(raw, decided, key)
         check_conservation(counts)
         sequence = rule_sequence(self.cfg)
         stats = self.spark.createDataFrame(stats_rows(self.run_id, counts, sequence), STATS_SCHEMA)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
@@ -15,12 +14,16 @@ from pyspark.sql import SparkSession
 from jobs.config import ConfigError, JobConfig
 from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, write_staged
+from jobs.progress import log
 from jobs.session import build_session, spark_sql_command
 
 RUNS_SCHEMA = (
-    "job string, config string, config_hash string, inputs string, started_at timestamp, "
-    "finished_at timestamp, status string, error string, run_id string"
+    "job string, config string, config_hash string, inputs string, spark string, "
+    "started_at timestamp, finished_at timestamp, status string, error string, run_id string"
 )
+# Settings a run records, to tell later where and how it ran.
+RECORDED_CONF = ("spark.sql.shuffle.partitions", "spark.executor.cores", "spark.task.cpus",
+                 "spark.submit.deployMode")
 
 
 def now() -> datetime:
@@ -29,6 +32,14 @@ def now() -> datetime:
 
 def new_run_id(config_hash: str) -> str:
     return f"{now():%Y%m%dT%H%M%S%f}-{config_hash[:8]}"
+
+
+def spark_facts(spark: SparkSession) -> dict:
+    """Where the run ran: master, application id, parallelism and the recorded settings."""
+    sc = spark.sparkContext
+    conf = {key: spark.conf.get(key, None) for key in RECORDED_CONF}
+    return {"master": sc.master, "app_id": sc.applicationId,
+            "default_parallelism": sc.defaultParallelism, "conf": conf}
 
 
 class RunRecord:
@@ -50,6 +61,7 @@ class RunRecord:
             config=json.dumps(config, sort_keys=True),
             config_hash=config_hash,
             inputs=json.dumps(inputs),
+            spark=json.dumps(spark_facts(spark)),
         )
         self.started_at = now()
 
@@ -67,13 +79,9 @@ class RunRecord:
         self.lake.commit(f"{self.run_id}-{status}", [self.flip(status, error)])
 
 
-def log(message: str) -> None:
-    print(f"[sluice {time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
 def open_lake(app_name: str, cfg: JobConfig) -> tuple[SparkSession, Lake]:
     """The session and lake of a job config (`lake`, `spark` sections)."""
-    spark = build_session(app_name, cfg.lake.root, cfg.spark.master, cfg.spark.conf)
+    spark = build_session(app_name, cfg.lake.root, conf=cfg.spark.conf)
     lake = Lake(spark, cfg.lake.root, cfg.lake.database)
     for run_id in lake.recover():
         log(f"rolled forward the interrupted commit of run {run_id}")
@@ -94,7 +102,7 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
         record.mark("failed", f"{type(err).__name__}: {err}")
         raise
     log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
-    log(f'query: {spark_sql_command(cfg.lake.root)} -e "{query}"')
+    log(f"query: {spark_sql_command(cfg.lake.root, query)}")
 
 
 def exit_code(job: Callable[[], int]) -> int:

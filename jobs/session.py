@@ -1,14 +1,23 @@
-"""Build the SparkSession every job uses: Hive catalog, metastore and warehouse inside the lake."""
+"""Build the SparkSession every job uses: Hive catalog, metastore and warehouse inside the lake.
+
+Precedence, as Spark's own: what the user gave Spark (spark-submit's `--master`/`--conf`,
+`spark-defaults.conf`, `PYSPARK_SUBMIT_ARGS`) wins; the sluice config's `spark:` section only
+fills keys the user did not set; sluice's own defaults (the lake's warehouse and embedded
+metastore) come last.
+"""
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from udfs.paths import is_local_path, local_path
+
+METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
 
 
 def lake_uri(root: str) -> str:
@@ -17,6 +26,35 @@ def lake_uri(root: str) -> str:
     if is_local_path(root):
         return f"file://{local_path(root)}"
     return root.rstrip("/")
+
+
+def user_spark_conf() -> SparkConf:
+    """The settings the user gave Spark before this process built a context.
+
+    Under spark-submit the JVM is already up and holds them as system properties; a plain
+    `python` launches it here (with PYSPARK_SUBMIT_ARGS and spark-defaults.conf). A SparkConf
+    made before the gateway exists would be empty, so start the gateway first."""
+    SparkContext._ensure_initialized()
+    return SparkConf()
+
+
+def session_conf(user: SparkConf, lake_root: str, conf: dict[str, str] | None) -> dict[str, str]:
+    """The keys this job sets: the config's `spark:` section and sluice's defaults, each only
+    where the user set nothing (and the config's section before sluice's defaults)."""
+    wanted = {k: str(v) for k, v in (conf or {}).items()}
+    defaults = {
+        # Partition values such as corpus=2019 stay strings.
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        # Spark's progress bar on an interactive terminal only (never in logs).
+        "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower(),
+    }
+    if not user.contains(METASTORE_URIS) and METASTORE_URIS not in wanted:
+        defaults.update(embedded_catalog_conf(lake_root))
+    else:
+        defaults["spark.sql.warehouse.dir"] = f"{lake_uri(lake_root)}/warehouse"
+    for key, value in defaults.items():
+        wanted.setdefault(key, value)
+    return {k: v for k, v in wanted.items() if not user.contains(k)}
 
 
 def build_session(
@@ -29,20 +67,20 @@ def build_session(
     under the lake root, so a fresh `spark-sql` pointed at the same lake sees every table.
 
     A cluster with its own Hive metastore passes `spark.hadoop.hive.metastore.uris` (or sets
-    it in hive-site.xml) and the embedded Derby metastore is not used.
-    """
+    it in hive-site.xml) and the embedded Derby metastore is not used. `master` is for callers
+    in Python (tests, benches); jobs take theirs from spark-submit."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name).enableHiveSupport()
-    if master and not SparkConf().contains("spark.master"):
-        builder = builder.master(master)  # spark-submit's --master wins
-    # Partition values such as corpus=2019 stay strings.
-    builder = builder.config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    for key, value in embedded_catalog_conf(lake_root).items():
+    user = user_spark_conf()
+    builder = SparkSession.builder.enableHiveSupport()
+    # Spark's placeholders (pyspark's, or spark-submit's script name) give way to ours.
+    if user.get("spark.app.name") in (None, "pyspark-shell", os.path.basename(sys.argv[0])):
+        builder = builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for key, value in session_conf(user, lake_root, conf).items():
         builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(os.environ.get("SLUICE_SPARK_LOG_LEVEL", "WARN"))
     if is_local_path(lake_root):
         # Derby writes derby.log into the working directory unless told otherwise; the Hive
         # client starts lazily, so setting the property now is early enough.
@@ -53,18 +91,30 @@ def build_session(
 
 def embedded_catalog_conf(lake_root: str) -> dict[str, str]:
     """Warehouse under the lake; for a local lake also an embedded Derby metastore there."""
-    conf = {"spark.sql.warehouse.dir": f"{lake_root.rstrip('/')}/warehouse"}
-    if is_local_path(lake_root) and not SparkConf().contains("spark.hadoop.hive.metastore.uris"):
+    conf = {"spark.sql.warehouse.dir": f"{lake_uri(lake_root)}/warehouse"}
+    if is_local_path(lake_root):
         root = local_path(lake_root)
         os.makedirs(root, exist_ok=True)
-        conf["spark.sql.warehouse.dir"] = f"file://{root}/warehouse"
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={root}/metastore_db;create=true"
         )
     return conf
 
 
-def spark_sql_command(lake_root: str) -> str:
-    """The `spark-sql` invocation that opens the same catalog as the jobs (printed for users)."""
-    args = " ".join(f"--conf {k}={v}" for k, v in embedded_catalog_conf(lake_root).items())
-    return f"spark-sql {args}"
+def spark_sql_command(lake_root: str, query: str | None = None) -> str:
+    """The `spark-sql` invocation that opens the same catalog as the jobs, shell-quoted so
+    it can be pasted as printed."""
+    args = ["spark-sql"]
+    for key, value in embedded_catalog_conf(lake_root).items():
+        args += ["--conf", f"{key}={value}"]
+    command = shlex.join(args)
+    if query is None:
+        return command
+    return f"{command} -e {shell_quote(query)}"
+
+
+def shell_quote(text: str) -> str:
+    """`text` as one shell word; SQL reads better in double quotes where that is safe."""
+    if not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)

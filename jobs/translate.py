@@ -30,12 +30,14 @@ from pyspark.sql.types import StructType
 from jobs.config import ConfigError
 from jobs.ingest import InputError, union_all
 from jobs.lake import Flip, Lake, write_staged
-from jobs.runs import exit_code, log, new_run_id, open_lake, run_and_commit
+from jobs.models import for_executors
+from jobs.progress import log
+from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.sampling import first_by_hash, hash_buckets
 from jobs.stats import ConservationError
 from jobs.translate_config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
-from udfs.translate import METHODS, OUTPUT_SCHEMA, decoder
+from udfs.translate import METHODS, OUTPUT_SCHEMA, decoder, worker_paths
 
 STATS_SCHEMA = (
     "stream string, direction string, role string, method string, model string, "
@@ -160,11 +162,18 @@ class TranslateRun:
     # -- inputs --------------------------------------------------------------------------
     def open_stream(self, conf: StreamConf) -> Stream:
         """Check the model and input of a stream (fail before anything is written)."""
-        model_dir = conf.model  # resolved again on each executor (udfs/paths.on_this_worker)
-        if not os.path.isdir(model_dir):
+        model_dir = for_executors(self.spark, conf.model, f"stream {conf.name}: model")
+        files = {k: for_executors(self.spark, v, f"stream {conf.name}: tokenizer {k}")
+                 for k in ("source_model", "target_model") if (v := getattr(conf.tokenizer, k))}
+        conf = conf.model_copy(update={"tokenizer": conf.tokenizer.model_copy(update=files)})
+        try:  # the driver's copy: the path itself, or what --archives/--files unpacked here
+            here, codec = worker_paths(self.cfg.decode_spec(conf, model_dir))
+        except FileNotFoundError as err:
+            raise InputError(f"stream {conf.name}: {err}") from None
+        if not os.path.isdir(here):
             raise InputError(f"stream {conf.name}: model directory not found: {conf.model}")
         try:  # the tokenizer settings are checked here, not in the first task
-            load_codec(model_dir, self.cfg.decode_spec(conf, model_dir).codec)
+            load_codec(here, codec)
         except (ValueError, OSError, KeyError) as err:
             raise ConfigError(f"stream {conf.name}: tokenizer: {err}") from None
         rows = self.input_rows(conf)
@@ -176,7 +185,7 @@ class TranslateRun:
         if available == 0 and self.cfg.balance:
             raise InputError(f"stream {conf.name}: no sentences in {table} for its filters, "
                              "so balance would translate nothing in any stream")
-        model = model_id(model_dir, conf.tokenizer.files())
+        model = model_id(here, [f for f in (codec.source_model, codec.target_model) if f])
         return Stream(conf, model_dir, model, rows, available, buckets)
 
     def input_rows(self, conf: StreamConf) -> DataFrame:

@@ -52,3 +52,12 @@ def query_lake(lake: Path, queries: dict[str, str]) -> dict[str, list[list]]:
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("JSON:"))
     return json.loads(line.removeprefix("JSON:"))
+
+
+def submit_to(master: str, job: str, *args: str, spark_args: tuple[str, ...] = (),
+              cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The real `spark-submit --master MASTER [spark_args] jobs/JOB.py [args]`."""
+    cmd = [str(BIN / "spark-submit"), "--master", master, *spark_args,
+           str(REPO / f"jobs/{job}.py"), *args]
+    return subprocess.run(cmd, cwd=cwd, env=env or spark_env(), capture_output=True, text=True,
+                          timeout=900)

@@ -15,15 +15,20 @@ def local_path(uri: str) -> str:
 
 
 def shipped(path: str) -> str | None:
-    """The worker's copy of a file or directory shipped with --files/addFile (matched by base
-    name), or None when nothing was shipped (or no SparkContext is there)."""
+    """The worker's copy of a file or directory shipped with --files/--archives/addFile (matched
+    by its relative path, then its base name), or None when nothing was shipped (or no
+    SparkContext is there)."""
+    names = [os.path.basename(path.rstrip("/"))]
+    if is_local_path(path) and not os.path.isabs(path):
+        names.insert(0, path)  # a path inside a shipped archive: tiny-ct2/spm.model
     try:
         from pyspark import SparkFiles
 
-        copy = SparkFiles.get(os.path.basename(path.rstrip("/")))
+        root = SparkFiles.getRootDirectory()
     except Exception:  # no SparkContext on this process: nothing was shipped
         return None
-    return copy if os.path.exists(copy) else None
+    copies = (os.path.join(root, name) for name in names)
+    return next((copy for copy in copies if os.path.exists(copy)), None)
 
 
 def on_this_worker(path: str) -> str:

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The image's entrypoint: one image for every role of a Spark standalone cluster.
+#   master                 a standalone master, in the foreground
+#   worker [master-url]    a worker, in the foreground (default url: $SPARK_MASTER_URL)
+#   submit <args...>       spark-submit <args...>, run from /opt/sluice (configs name models
+#                          and inputs relative to it)
+#   anything else          run as is (bash, python3 -m training.train ..., spark-sql ...)
+# Settings, all from the environment:
+#   SPARK_MASTER_HOST (default: this host's name), SPARK_MASTER_PORT (7077),
+#   SPARK_MASTER_WEBUI_PORT (8080); SPARK_WORKER_CORES, SPARK_WORKER_MEMORY (default: all cores,
+#   all memory less 1 GiB, as Spark decides), SPARK_WORKER_WEBUI_PORT (8081), SPARK_WORKER_GPUS
+#   (GPUs the worker offers, found by scripts/gpu_discovery.sh; default none);
+#   SPARK_MASTER_OPTS / SPARK_WORKER_OPTS (-Dspark.… properties, read by spark-class).
+set -euo pipefail
+
+SPARK_HOME=${SPARK_HOME:?SPARK_HOME must name the Spark distribution (the pyspark package)}
+SLUICE_HOME=${SLUICE_HOME:-/opt/sluice}
+
+usage() {
+  sed -n '2,13s/^# \{0,1\}//p' "$0"
+}
+
+cmd=${1:-help}
+case "$cmd" in
+  master)
+    shift
+    exec "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.master.Master \
+      --host "${SPARK_MASTER_HOST:-$(hostname -f)}" \
+      --port "${SPARK_MASTER_PORT:-7077}" \
+      --webui-port "${SPARK_MASTER_WEBUI_PORT:-8080}" \
+      "$@"
+    ;;
+  worker)
+    shift
+    url=${1:-${SPARK_MASTER_URL:-}}
+    if [[ -z "$url" ]]; then
+      echo "entrypoint: worker needs the master's URL (worker spark://host:7077)" >&2
+      exit 2
+    fi
+    if [[ $# -gt 0 ]]; then shift; fi
+    args=(--webui-port "${SPARK_WORKER_WEBUI_PORT:-8081}")
+    if [[ -n "${SPARK_WORKER_CORES:-}" ]]; then args+=(--cores "$SPARK_WORKER_CORES"); fi
+    if [[ -n "${SPARK_WORKER_MEMORY:-}" ]]; then args+=(--memory "$SPARK_WORKER_MEMORY"); fi
+    if [[ -n "${SPARK_WORKER_GPUS:-}" && "${SPARK_WORKER_GPUS}" != 0 ]]; then
+      gpu=spark.worker.resource.gpu
+      export SPARK_WORKER_OPTS="${SPARK_WORKER_OPTS:-} -D$gpu.amount=$SPARK_WORKER_GPUS \
+-D$gpu.discoveryScript=$SLUICE_HOME/scripts/gpu_discovery.sh"
+    fi
+    exec "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.worker.Worker \
+      "${args[@]}" "$@" "$url"
+    ;;
+  submit)
+    shift
+    cd "$SLUICE_HOME"
+    exec "$SPARK_HOME/bin/spark-submit" "$@"
+    ;;
+  help | --help | -h)
+    usage
+    ;;
+  *)
+    exec "$@"
+    ;;
+esac

