@@ -14,18 +14,13 @@ import importlib.metadata
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as a package (if there)
-    tomllib = pytest.importorskip("tomli")
 
 REPO = Path(__file__).resolve().parent.parent
 DOCKER = REPO / "docker"
@@ -206,7 +201,6 @@ def fake_spark(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_entrypoint_roles(fake_spark: dict[str, str], tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(ENTRYPOINT)], check=True)
     labels = set(re.findall(r"^\s*([\w|\s-]+)\)\s*$", ENTRYPOINT.read_text(), re.MULTILINE))
