@@ -5,11 +5,13 @@ shows)."""
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.integration_helpers import query_lake, spark_sql, spark_submit
+from tests.integration_helpers import BIN, query_lake, spark_env, spark_sql, spark_submit
 from udfs.chinese import to_simplified
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -139,6 +141,25 @@ def test_clean_text_is_normalized(job) -> None:
     # Traditional lines of the Tatoeba sample (cmn_Hant) are stored simplified.
     stored = [src for (src,) in job["answers"]["hant"]]
     assert len(stored) >= 25 and all(to_simplified(s) == s for s in stored)
+
+
+def test_printed_query_command_pastes_into_a_shell(job) -> None:
+    """The command the job prints at its end, run by bash exactly as printed."""
+    (line,) = [x for x in job["stdout"].splitlines() if "] query: " in x]
+    command = line.split("] query: ", 1)[1]
+    env = dict(spark_env(), PATH=f"{BIN}:{os.environ['PATH']}")
+    done = subprocess.run(["bash", "-c", f"{command} -S"], cwd=job["lake"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rules = {row.split("\t")[4] for row in done.stdout.splitlines() if "\t" in row}
+    assert {"duplicate", "url_email_html"} <= rules, done.stdout[-2000:]
+    assert not (job["lake"] / "metastore_db" / "metastore_db").exists()
+
+
+def test_progress_names_each_stage(job) -> None:
+    for name in ("ingest into bitext_raw", "normalize+rules+langid+dedup"):
+        assert f"{name} zh-en/noisy,tatoeba: done in" in job["stdout"]
+    assert " INFO " not in job["stdout"]  # Spark's INFO noise is off
 
 
 def test_stats_in_the_spark_sql_shell(job) -> None:
