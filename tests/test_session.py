@@ -1,0 +1,95 @@
+"""Spark's precedence for a job's settings, shell-safe printed commands, and model paths as
+executors see them (jobs/session.py, jobs/models.py), without starting a cluster."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from pyspark import SparkConf
+
+from jobs.config import ConfigError, load_config
+from jobs.models import for_executors, shipped_aliases
+from jobs.session import session_conf, spark_sql_command
+
+SHUFFLE = "spark.sql.shuffle.partitions"
+
+
+def test_user_settings_win_config_fills_the_rest(tmp_path: Path) -> None:
+    mine = SparkConf(loadDefaults=False).set(SHUFFLE, "400")
+    got = session_conf(mine, str(tmp_path), {SHUFFLE: "16", "spark.sql.ansi.enabled": "false"})
+    assert SHUFFLE not in got  # spark-submit's --conf stays as the user gave it
+    assert got["spark.sql.ansi.enabled"] == "false"
+    assert got["spark.hadoop.javax.jdo.option.ConnectionURL"].endswith("metastore_db;create=true")
+
+
+def test_a_shared_metastore_replaces_the_embedded_one(tmp_path: Path) -> None:
+    mine = SparkConf(loadDefaults=False).set("spark.hadoop.hive.metastore.uris", "thrift://m:9083")
+    got = session_conf(mine, str(tmp_path), {})
+    assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in got
+    assert got["spark.sql.warehouse.dir"] == f"file://{tmp_path}/warehouse"
+    mine.set("spark.sql.warehouse.dir", "hdfs:///warehouse")
+    assert "spark.sql.warehouse.dir" not in session_conf(mine, str(tmp_path), {})
+
+
+def test_master_is_not_a_config_key() -> None:
+    with pytest.raises(ConfigError, match="pass --master to spark-submit"):
+        load_config(None, ["spark.master=yarn", "pair=zh-en"])
+
+
+def test_printed_spark_sql_command_is_one_argv_in_a_shell(tmp_path: Path) -> None:
+    lake = tmp_path / "my lake; rm -rf x"
+    query = "SELECT * FROM sluice.filter_stats WHERE run_id = 'a' AND rule <> \"$HOME\""
+    command = spark_sql_command(str(lake), query)
+    argv = subprocess.run(["bash", "-c", f"printf '%s\\n' {command.removeprefix('spark-sql ')}"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert argv[-2:] == ["-e", query]
+    derby = next(a for a in argv if a.startswith("spark.hadoop.javax.jdo"))
+    assert f"databaseName={lake}/metastore_db;create=true" in derby
+    assert shlex.split(command)[0] == "spark-sql"
+
+
+class FakeContext:
+    def __init__(self, conf: dict[str, str]) -> None:
+        self.conf, self.added = SparkConf(loadDefaults=False).setAll(conf.items()), []
+
+    def getConf(self) -> SparkConf:  # noqa: N802 - SparkContext's name
+        return self.conf
+
+    def addFile(self, path: str, recursive: bool = False) -> None:  # noqa: N802
+        self.added.append(path)
+
+
+class FakeSession:
+    def __init__(self, **conf: str) -> None:
+        self.sparkContext = FakeContext(conf)
+
+
+def test_model_paths_for_executors(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lid.ftz").write_bytes(b"x")
+    (tmp_path / "ct2").mkdir()
+    spark = FakeSession(**{"spark.archives": "hdfs:///m/en-zh.tgz#en-zh,file:/x/spm.tgz",
+                           "spark.files": "/y/vocab.txt"})
+    assert shipped_aliases(spark) == {"en-zh", "spm.tgz", "vocab.txt"}
+    assert for_executors(spark, "lid.ftz", "lid") == str(tmp_path / "lid.ftz")
+    assert for_executors(spark, "ct2", "model") == str(tmp_path / "ct2")
+    assert spark.sparkContext.added == [str(tmp_path / "lid.ftz")]  # files ship, dirs cannot
+    assert for_executors(spark, "en-zh", "model") == "en-zh"  # unpacked in the working dir
+    assert for_executors(spark, "en-zh/spm.model", "tokenizer") == "en-zh/spm.model"
+    assert for_executors(spark, "s3a://b/models/lid.ftz", "lid") == "s3a://b/models/lid.ftz"
+    assert spark.sparkContext.added[-1] == "s3a://b/models/lid.ftz"
+
+
+def test_a_model_that_is_nowhere_is_one_clear_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    spark = FakeSession(**{"spark.archives": "/m/en-zh.tgz#en-zh"})
+    with pytest.raises(ConfigError) as err:
+        for_executors(spark, "zh-en", "stream bt: model")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("stream bt: model: zh-en not found")
+    assert str(tmp_path / "zh-en") in message and "en-zh" in message
+    with pytest.raises(ConfigError):  # an absolute path is never an alias
+        for_executors(spark, "/en-zh", "model")
