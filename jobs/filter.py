@@ -184,37 +184,32 @@ class FilterRun:
         return self.flips(sorted(counts.rows_in))
 
     def ensure_tables(self, raw: DataFrame, decided: DataFrame, stats: DataFrame) -> None:
+        """`bitext` (or `mono`) holds clean and rejected rows, partitioned by outcome, so one
+        swap publishes both; `bitext_clean`/`bitext_rejected` are views on it."""
         lay = self.layout
-        clean = decided.drop("outcome", *REJECT_COLUMNS)
-        rejected = decided.drop("outcome")
-        for table, df, parts in [
-            (lay.raw, raw, [lay.key, "corpus"]),
-            (lay.clean, clean, [lay.key, "corpus"]),
-            (lay.rejected, rejected, [lay.key, "corpus"]),
-            ("filter_stats", stats, ["run_id"]),
-        ]:
-            self.lake.ensure_table(table, df.schema, parts)
+        self.lake.ensure_table(lay.raw, raw.schema, [lay.key, "corpus"])
+        self.lake.ensure_table(lay.prefix, decided.schema, [lay.key, "corpus", "outcome"])
+        self.lake.ensure_table("filter_stats", stats.schema, ["run_id"])
+        columns = [c for c in self.spark.table(self.lake.qualified(lay.prefix)).columns
+                   if c != "outcome"]
+        kept = [c for c in columns if c not in REJECT_COLUMNS]
+        self.lake.ensure_view(lay.clean, lay.prefix, kept, "outcome = 'clean'")
+        self.lake.ensure_view(lay.rejected, lay.prefix, columns, "outcome = 'rejected'")
 
     def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
-        flips = [
-            Flip(
-                "filter_stats",
-                {"run_id": self.run_id},
-                f"{self.dir}/filter_stats/run_id={self.run_id}",
-            )
-        ]
-        lay = self.layout
+        lake, lay = self.lake, self.layout
+        stats = {"run_id": self.run_id}
+        flips = [Flip("filter_stats", stats, f"{self.dir}/filter_stats/"
+                      f"{lake.partition_path(stats)}")]
+        outcomes = [{"outcome": "clean"}, {"outcome": "rejected"}]
         for key, corpus in keys:
             part = {lay.key: key, "corpus": corpus}
-            where = f"{lay.key}={key}/corpus={corpus}"
-            base = f"{self.dir}/{lay.prefix}/{where}"
-            for table, location in [
-                (lay.raw, f"{self.dir}/{lay.raw}/{where}"),
-                (lay.rejected, f"{base}/outcome=rejected"),
-                (lay.clean, f"{base}/outcome=clean"),
-            ]:
-                self.lake.mkdirs(location)  # a partition with no rows still needs its directory
-                flips.append(Flip(table, part, location))
+            where = lake.partition_path(part)
+            for inner in outcomes:  # an outcome with no rows still needs its directory
+                lake.mkdirs(f"{self.dir}/{lay.prefix}/{where}/{lake.partition_path(inner)}")
+            lake.mkdirs(f"{self.dir}/{lay.raw}/{where}")
+            flips.append(Flip(lay.raw, part, f"{self.dir}/{lay.raw}/{where}"))
+            flips.append(Flip(lay.prefix, part, f"{self.dir}/{lay.prefix}/{where}", outcomes))
         return flips
 
 

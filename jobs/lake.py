@@ -1,30 +1,56 @@
-"""The lake: Parquet tables in the Spark SQL catalog, committed by flipping partition locations.
+"""The lake: Parquet tables in the Spark SQL catalog whose files live under `<root>/tables/`.
 
-A run writes its data under `<root>/runs/<run_id>/...`, where no table points yet. Commit
-writes a journal listing the partition flips, then points each table partition at its new
-directory with `ALTER TABLE ... PARTITION ... SET LOCATION` and deletes the journal. A run
-killed before commit leaves nothing visible; one killed during commit is rolled forward by
-the next job that opens the lake (`recover`). Readers go through the catalog.
+Each table is a directory `<root>/tables/<table>/`, each partition a fixed directory under it
+(`pair=zh-en/corpus=news`, values escaped as Spark escapes them), registered in the catalog at
+that location. So the catalog and any Parquet reader pointed at a table's directory (pyarrow,
+duckdb, polars, pandas) see the same, committed rows and nothing else.
+
+A run writes under `<root>/runs/<run_id>/`, where no table points. Its commit publishes
+units: a unit is one staged directory that replaces one partition directory (or, for the
+`bitext`/`mono` tables, one (pair, corpus) directory holding both outcomes, so that clean and
+rejected rows change together). Commit:
+1. write a marker `_sluice_run` (the run id) into every staged unit, then a journal listing
+   the units;
+2. per unit: register its partitions in the catalog (fixed locations), then swap the staged
+   directory with the published one in one step — `renameat2(RENAME_EXCHANGE)` on a local
+   lake, so a reader sees all old or all new files; on other file systems (HDFS, S3A) the old
+   directory is renamed away and the new one into place, a short gap but never a mix;
+3. move what was swapped out to `<root>/trash/`; delete the journal; empty the trash.
+A unit whose published marker already names the run is done, so re-applying a journal is
+harmless: a job killed during its commit is rolled forward by the next job (`recover`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
-from dataclasses import asdict, dataclass
+import os
+import re
+import signal
+import uuid
+from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from jobs.progress import log
 from jobs.session import lake_uri
+from udfs.paths import is_local_path, local_path
+
+MARKER = "_sluice_run"
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True)
 class Flip:
-    """Point one partition of `table` at `location`."""
+    """Publish the staged directory `location` as `table`'s `partition` directory. `inner`
+    lists the partitions below it (e.g. each `outcome`) that it holds, for the catalog."""
 
     table: str
     partition: dict[str, str]
     location: str
+    inner: list[dict[str, str]] = field(default_factory=list)
 
 
 def sql_string(value: str) -> str:
@@ -35,6 +61,16 @@ def partition_spec(partition: dict[str, str]) -> str:
     return ", ".join(f"`{k}` = {sql_string(v)}" for k, v in partition.items())
 
 
+def check_run_id(run_id: str) -> str:
+    """A run id names a directory: letters, digits, `.`, `_`, `-`; no path tricks."""
+    if not RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise ValueError(
+            f"run id {run_id!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit, without '..'"
+        )
+    return run_id
+
+
 class Lake:
     def __init__(self, spark: SparkSession, root: str, database: str) -> None:
         self.spark = spark
@@ -43,21 +79,30 @@ class Lake:
         jvm = spark.sparkContext._jvm
         self._Path = jvm.org.apache.hadoop.fs.Path
         self._hconf = spark.sparkContext._jsc.hadoopConfiguration()
+        self._escape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+        self.torn: list[str] = []  # runs whose journals recover() quarantined
         spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
 
     # -- paths ---------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> str:
-        return f"{self.root}/runs/{run_id}"
+        return f"{self.root}/runs/{check_run_id(run_id)}"
+
+    def table_dir(self, table: str) -> str:
+        return f"{self.root}/tables/{table}"
+
+    def partition_path(self, partition: dict[str, str]) -> str:
+        """`k=v/k2=v2` with values escaped exactly as Spark's writer escapes them (`wmt#21` ->
+        `wmt%2321`), so the commit finds what `partitionBy` wrote."""
+        return "/".join(
+            f"{self._escape.escapePathName(k)}={self._escape.escapePathName(v)}"
+            for k, v in partition.items()
+        )
 
     def qualified(self, table: str) -> str:
         return f"`{self.database}`.`{table}`"
 
     def _fs(self, path: str):
         return self._Path(path).getFileSystem(self._hconf)
-
-    def qualified_path(self, path: str) -> str:
-        """One spelling per location: the catalog says `file:/x`, the job `file:///x`."""
-        return self._fs(path).makeQualified(self._Path(path)).toString().rstrip("/")
 
     def exists(self, path: str) -> bool:
         return self._fs(path).exists(self._Path(path))
@@ -68,13 +113,28 @@ class Lake:
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
 
+    def rename(self, src: str, dst: str) -> None:
+        self.mkdirs(dst.rsplit("/", 1)[0])
+        if not self._fs(src).rename(self._Path(src), self._Path(dst)):
+            raise OSError(f"could not rename {src} to {dst}")
+
     def write_text(self, path: str, text: str) -> None:
         out = self._fs(path).create(self._Path(path), True)
         out.write(bytearray(text.encode()))
         out.close()
 
-    def read_text(self, path: str) -> str:
-        return self.spark.sparkContext.wholeTextFiles(path).collect()[0][1]
+    def read_text(self, path: str) -> str | None:
+        if not self.exists(path):
+            return None
+        stream = self._fs(path).open(self._Path(path))
+        reader = self.spark.sparkContext._jvm.java.io.BufferedReader(
+            self.spark.sparkContext._jvm.java.io.InputStreamReader(stream, "UTF-8")
+        )
+        lines = []
+        while (line := reader.readLine()) is not None:
+            lines.append(line)
+        reader.close()
+        return "\n".join(lines)
 
     def list_dir(self, path: str) -> list[str]:
         if not self.exists(path):
@@ -88,84 +148,187 @@ class Lake:
         data_cols = [f for f in schema.fields if f.name not in partition_cols]
         part_cols = [schema[c] for c in partition_cols]
         if not self.spark.catalog.tableExists(f"{self.database}.{table}"):
-            self.mkdirs(f"{self.root}/tables/{table}")
+            self.mkdirs(self.table_dir(table))
             cols = ", ".join(
                 f"`{f.name}` {f.dataType.simpleString()}" for f in data_cols + part_cols
             )
             self.spark.sql(
                 f"CREATE TABLE {name} ({cols}) USING parquet "
                 f"PARTITIONED BY ({', '.join(partition_cols)}) "
-                f"LOCATION {sql_string(f'{self.root}/tables/{table}')}"
+                f"LOCATION {sql_string(self.table_dir(table))}"
             )
             return
         existing = {f.name: f.dataType for f in self.spark.table(name).schema.fields}
-        for field in data_cols:
-            if field.name not in existing:
-                column = f"`{field.name}` {field.dataType.simpleString()}"
-                self.spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({column})")
-            elif existing[field.name] != field.dataType:
+        for column in data_cols:
+            if column.name not in existing:
+                typed = f"`{column.name}` {column.dataType.simpleString()}"
+                self.spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({typed})")
+            elif existing[column.name] != column.dataType:
                 raise RuntimeError(
-                    f"{name}.{field.name} is {existing[field.name].simpleString()} in the lake "
-                    f"but the job writes {field.dataType.simpleString()}: migrate the table first"
+                    f"{name}.{column.name} is {existing[column.name].simpleString()} in the "
+                    f"lake but the job writes {column.dataType.simpleString()}: migrate it first"
                 )
 
-    def partition_location(self, table: str, partition: dict[str, str]) -> str | None:
-        rows = self.spark.sql(
-            f"DESCRIBE FORMATTED {self.qualified(table)} PARTITION ({partition_spec(partition)})"
-        ).collect()
-        return next((r.data_type for r in rows if r.col_name == "Location"), None)
+    def ensure_view(self, view: str, table: str, columns: list[str], where: str) -> None:
+        """A view over part of a table (e.g. `bitext_clean`: the clean rows of `bitext`)."""
+        cols = ", ".join(f"`{c}`" for c in columns)
+        self.spark.sql(
+            f"CREATE OR REPLACE VIEW {self.qualified(view)} AS "
+            f"SELECT {cols} FROM {self.qualified(table)} WHERE {where}"
+        )
 
-    def has_partition(self, table: str, partition: dict[str, str]) -> bool:
-        wanted = "/".join(f"{k}={v}" for k, v in partition.items())
-        rows = self.spark.sql(f"SHOW PARTITIONS {self.qualified(table)}").collect()
-        return any(_unescape_partition(r[0]) == wanted for r in rows)
+    def succeeded(self, run_id: str) -> bool:
+        """Whether a run with this id has committed (its id is then taken for good)."""
+        if not self.spark.catalog.tableExists(f"{self.database}.runs"):
+            return False
+        self.spark.catalog.refreshTable(f"{self.database}.runs")
+        found = self.spark.table(self.qualified("runs")).where(
+            f"run_id = {sql_string(run_id)} AND status = 'succeeded'"
+        )
+        return not found.isEmpty()
 
     # -- commit --------------------------------------------------------------------------
     def commit(self, run_id: str, flips: list[Flip]) -> None:
+        for flip in flips:
+            if self.exists(flip.location):  # a flip already applied has no staged dir left
+                self.write_text(f"{flip.location}/{MARKER}", run_id)
         journal = f"{self.root}/journal/{run_id}.json"
         self.write_text(journal, json.dumps([asdict(f) for f in flips]))
-        self._apply(flips)
+        self._hook("journal written")
+        self._apply(run_id, flips)
         self.delete(journal)
+        self._hook("journal deleted")
+        self.empty_trash()
 
     def recover(self) -> list[str]:
-        """Roll forward commits a killed run left half-done. Returns their run ids."""
+        """Roll forward commits a killed run left half-done; a journal that cannot be read
+        (torn by a crash while written: then no unit was published yet) is quarantined and
+        its run marked failed. Returns the run ids rolled forward."""
         recovered = []
-        for path in self.list_dir(f"{self.root}/journal"):
-            flips = [Flip(**f) for f in json.loads(self.read_text(path))]
-            self._apply(flips)
+        for path in sorted(self.list_dir(f"{self.root}/journal")):
+            if not path.endswith(".json"):
+                continue
+            run_id = path.rsplit("/", 1)[-1].removesuffix(".json")
+            try:
+                flips = [Flip(**f) for f in json.loads(self.read_text(path) or "")]
+            except (ValueError, TypeError) as err:
+                quarantine = f"{self.root}/journal-quarantine/{run_id}-{uuid.uuid4().hex[:8]}.json"
+                self.rename(path, quarantine)
+                log(f"warning: the commit journal of run {run_id} is unreadable ({err}); "
+                    f"moved to {quarantine}, the run is marked failed")
+                self.torn.append(run_id)
+                continue
+            self._apply(run_id, flips)
             self.delete(path)
-            recovered.append(path.rsplit("/", 1)[-1].removesuffix(".json"))
+            recovered.append(run_id)
+        self.empty_trash()
         return recovered
 
-    def _apply(self, flips: list[Flip]) -> None:
-        stale: list[str] = []
+    def _apply(self, run_id: str, flips: list[Flip]) -> None:
         for flip in flips:
-            name, spec = self.qualified(flip.table), partition_spec(flip.partition)
-            if self.has_partition(flip.table, flip.partition):
-                old = self.partition_location(flip.table, flip.partition)
-                if old and self.qualified_path(old) != self.qualified_path(flip.location):
-                    stale.append(old)
-                self.spark.sql(
-                    f"ALTER TABLE {name} PARTITION ({spec}) "
-                    f"SET LOCATION {sql_string(flip.location)}"
-                )
-            else:
-                self.spark.sql(
-                    f"ALTER TABLE {name} ADD PARTITION ({spec}) "
-                    f"LOCATION {sql_string(flip.location)}"
-                )
+            self._register(flip)
+            self._hook(f"registered {flip.table}")
+            target = f"{self.table_dir(flip.table)}/{self.partition_path(flip.partition)}"
+            published = self.read_text(f"{target}/{MARKER}") == run_id
+            if not published and self.exists(flip.location):
+                self._publish(flip.location, target)
+                self._hook(f"published {flip.table}")
+            if self.exists(flip.location):  # what the swap moved out: superseded data
+                self.rename(flip.location, f"{self.root}/trash/{uuid.uuid4().hex}")
             self.spark.catalog.refreshTable(f"{self.database}.{flip.table}")
-        for old in stale:  # superseded data of an earlier run of the same partition
-            if "/runs/" in old:  # only data this lake's runs wrote
-                self.delete(old)
+
+    def _register(self, flip: Flip) -> None:
+        """Add the unit's partitions to the catalog at their fixed locations (once)."""
+        name = self.qualified(flip.table)
+        base = f"{self.table_dir(flip.table)}/{self.partition_path(flip.partition)}"
+        for inner in flip.inner or [{}]:
+            spec = partition_spec({**flip.partition, **inner})
+            location = f"{base}/{self.partition_path(inner)}" if inner else base
+            self.spark.sql(
+                f"ALTER TABLE {name} ADD IF NOT EXISTS PARTITION ({spec}) "
+                f"LOCATION {sql_string(location)}"
+            )
+
+    def _publish(self, staged: str, target: str) -> None:
+        """Put `staged` at `target`; whatever was at `target` ends up at `staged`."""
+        local = is_local_path(target) and self.exists(target)
+        if local and exchange(local_path(staged), local_path(target)):
+            return
+        if self.exists(target):
+            self.rename(target, f"{self.root}/trash/{uuid.uuid4().hex}")
+            self._hook("old moved away")
+        self.rename(staged, target)
+
+    def empty_trash(self) -> None:
+        self.delete(f"{self.root}/trash")
+
+    def _hook(self, step: str) -> None:
+        """A named point of the commit. Kill tests stop the process here: in-process by
+        replacing this method, a real job by SLUICE_KILL_AT=<step> (SIGKILL, as a crash)."""
+        if os.environ.get("SLUICE_KILL_AT") == step:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _unescape_partition(text: str) -> str:
-    from urllib.parse import unquote
-
-    return "/".join(unquote(part) for part in text.split("/"))
+def exchange(a: str, b: str) -> bool:
+    """Swap two local paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the
+    kernel or file system cannot, so the caller falls back to two renames."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, a.encode(), at_fdcwd, b.encode(), rename_exchange)
+    return done == 0
 
 
 def write_staged(df: DataFrame, path: str, partition_cols: list[str]) -> None:
     """Write a run's data where no table points yet (overwrite: a retried run starts clean)."""
     df.write.mode("overwrite").partitionBy(*partition_cols).parquet(path)
+
+
+def gc(lake: Lake) -> list[str]:
+    """Remove what no table points at: the trash, and staged data of runs that are not
+    running (failed, killed, or committed: a committed run's units were moved into the
+    tables). Returns what was removed."""
+    removed = []
+    live = set()
+    if lake.spark.catalog.tableExists(f"{lake.database}.runs"):
+        lake.spark.catalog.refreshTable(f"{lake.database}.runs")
+        rows = lake.spark.table(lake.qualified("runs")).where("status = 'running'").collect()
+        live = {r.run_id for r in rows}
+    pending = {p.rsplit("/", 1)[-1].removesuffix(".json")
+               for p in lake.list_dir(f"{lake.root}/journal")}
+    for path in lake.list_dir(f"{lake.root}/runs"):
+        run_id = path.rstrip("/").rsplit("/", 1)[-1]
+        if run_id not in live and run_id not in pending:
+            lake.delete(path)
+            removed.append(path)
+    if lake.exists(f"{lake.root}/trash"):
+        removed.append(f"{lake.root}/trash")
+        lake.empty_trash()
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m jobs.lake gc --lake ROOT: roll forward interrupted commits, mark dead runs
+    failed, remove staged data of finished runs and superseded data."""
+    import argparse
+
+    from jobs.runs import open_lake_at
+
+    p = argparse.ArgumentParser(prog="python -m jobs.lake", description=main.__doc__)
+    p.add_argument("command", choices=["gc"])
+    p.add_argument("--lake", required=True, help="lake root (local path, hdfs://, s3a://)")
+    p.add_argument("--database", default="sluice")
+    args = p.parse_args(argv)
+    _, lake = open_lake_at("sluice-gc", args.lake, args.database)
+    removed = gc(lake)
+    log(f"removed {len(removed)} unreferenced directories from {lake.root}")
+    for path in removed:
+        log(f"  {path}")
+    lake.spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,15 +5,17 @@ the run, do the work, commit it all or mark it failed."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from jobs.config import ConfigError, JobConfig
 from jobs.ingest import InputError
-from jobs.lake import Flip, Lake, write_staged
+from jobs.lake import Flip, Lake, check_run_id, gc, write_staged
 from jobs.progress import log
 from jobs.session import build_session, spark_sql_command
 
@@ -21,13 +23,14 @@ RUNS_SCHEMA = (
     "job string, config string, config_hash string, inputs string, spark string, "
     "started_at timestamp, finished_at timestamp, status string, error string, run_id string"
 )
+RUNS_COLUMNS = [c.split()[0] for c in RUNS_SCHEMA.split(", ")]
 # Settings a run records, to tell later where and how it ran.
 RECORDED_CONF = ("spark.sql.shuffle.partitions", "spark.executor.cores", "spark.task.cpus",
                  "spark.submit.deployMode")
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def new_run_id(config_hash: str) -> str:
@@ -73,7 +76,8 @@ class RunRecord:
         path = f"{self.lake.run_dir(self.run_id)}/runs/{status}"
         write_staged(df, path, ["run_id"])
         self.lake.ensure_table("runs", df.schema, ["run_id"])
-        return Flip("runs", {"run_id": self.run_id}, f"{path}/run_id={self.run_id}")
+        part = {"run_id": self.run_id}
+        return Flip("runs", part, f"{path}/{self.lake.partition_path(part)}")
 
     def mark(self, status: str, error: str | None = None) -> None:
         self.lake.commit(f"{self.run_id}-{status}", [self.flip(status, error)])
@@ -81,11 +85,50 @@ class RunRecord:
 
 def open_lake(app_name: str, cfg: JobConfig) -> tuple[SparkSession, Lake]:
     """The session and lake of a job config (`lake`, `spark` sections)."""
-    spark = build_session(app_name, cfg.lake.root, conf=cfg.spark.conf)
-    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
+    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, cfg.spark.conf)
+
+
+def open_lake_at(app_name: str, root: str, database: str,
+                 conf: dict[str, str] | None = None) -> tuple[SparkSession, Lake]:
+    """The session and lake at `root`, with interrupted commits rolled forward and dead runs
+    marked failed."""
+    spark = build_session(app_name, root, conf=conf)
+    lake = Lake(spark, root, database)
     for run_id in lake.recover():
         log(f"rolled forward the interrupted commit of run {run_id}")
+    torn = [re.sub(r"-(running|succeeded|failed)$", "", run_id) for run_id in lake.torn]
+    mark_failed(lake, "its commit journal was unreadable", torn)
+    if embedded_metastore(spark):
+        # The embedded metastore admits one job at a time: a run still `running` is dead.
+        mark_failed(lake, "killed: found running by a later job")
     return spark, lake
+
+
+def embedded_metastore(spark: SparkSession) -> bool:
+    return not spark.conf.get("spark.hadoop.hive.metastore.uris", None)
+
+
+def mark_failed(lake: Lake, error: str, run_ids: list[str] | None = None) -> None:
+    """Record the given runs as failed, or (without ids) every run left `running`."""
+    if not lake.spark.catalog.tableExists(f"{lake.database}.runs") or run_ids == []:
+        return
+    lake.spark.catalog.refreshTable(f"{lake.database}.runs")
+    runs = lake.spark.table(lake.qualified("runs"))
+    if run_ids is None:
+        run_ids = [r.run_id for r in runs.where("status = 'running'").select("run_id").collect()]
+    for run_id in sorted(set(run_ids)):
+        row = runs.where(F.col("run_id") == run_id).limit(1).collect()
+        if row and row[0].status == "succeeded":
+            continue
+        fields = row[0].asDict() if row else {"run_id": run_id}
+        fields.update(status="failed", error=error, finished_at=now())
+        df = lake.spark.createDataFrame(
+            [tuple(fields.get(name) for name in RUNS_COLUMNS)], RUNS_SCHEMA)
+        path = f"{lake.run_dir(run_id)}/runs/failed"
+        write_staged(df, path, ["run_id"])
+        part = {"run_id": run_id}
+        lake.commit(f"{run_id}-failed", [Flip("runs", part, f"{path}/{lake.partition_path(part)}")])
+        log(f"run {run_id} marked failed ({error})")
 
 
 def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, run_id: str,
@@ -93,6 +136,13 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     """Record the run as running, execute it, commit its flips with the `succeeded` record in
     one commit; on any failure record it failed (nothing of it becomes visible) and re-raise.
     Then print how to look at it: `query` through spark-sql on this lake."""
+    try:
+        check_run_id(run_id)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if lake.succeeded(run_id):
+        raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
+                          "give a new --run-id (or none: one is made up)")
     record = RunRecord(spark, lake, run_id, job, cfg.resolved(), cfg.hash(), inputs)
     record.mark("running")
     log(f"run {run_id}, lake {lake.root}")
@@ -102,6 +152,7 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
         record.mark("failed", f"{type(err).__name__}: {err}")
         raise
     log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
+    gc(lake)  # its staged leftovers and the data it superseded
     log(f"query: {spark_sql_command(cfg.lake.root, query)}")
 
 

@@ -343,14 +343,16 @@ class TranslateRun:
         self.lake.ensure_table("translate_stats", stats.schema, ["run_id"])
 
     def flips(self, directions: list[str]) -> list[Flip]:
-        flips = [Flip("translate_stats", {"run_id": self.run_id},
-                      f"{self.dir}/translate_stats/run_id={self.run_id}")]
+        lake, stats = self.lake, {"run_id": self.run_id}
+        flips = [Flip("translate_stats", stats,
+                      f"{self.dir}/translate_stats/{lake.partition_path(stats)}")]
         for direction in directions:
             part = {"direction": direction, "run_id": self.run_id}
-            base = f"{self.dir}/synthetic/direction={direction}"
+            base = f"{self.dir}/synthetic/{lake.partition_path({'direction': direction})}"
             for table, outcome in (("synthetic", "synthetic"), ("synthetic_rejected", "rejected")):
-                self.lake.mkdirs(f"{base}/outcome={outcome}")  # a partition with no rows
-                flips.append(Flip(table, part, f"{base}/outcome={outcome}"))
+                location = f"{base}/{lake.partition_path({'outcome': outcome})}"
+                lake.mkdirs(location)  # a partition with no rows
+                flips.append(Flip(table, part, location))
         return flips
 
 

@@ -1,15 +1,21 @@
-"""The lake's commit protocol: a run killed before or during its commit never leaves partial
-data visible, and the next job rolls an interrupted commit forward (jobs/lake.py)."""
+"""The lake's commit protocol (jobs/lake.py): a run killed before or at any step of its commit
+never shows readers a mix of old and new rows — through the catalog or through pyarrow on the
+table's directory — and the next job rolls an interrupted commit forward."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
-from jobs.lake import Flip, Lake
+from jobs.lake import MARKER, Flip, Lake, check_run_id, gc
 
 TABLE = "commit_probe"
+OUTCOMES = [{"outcome": "clean"}, {"outcome": "rejected"}]
+OLD = {"a": {"clean": ["一", "二"], "rejected": ["x"]}}
+NEW = {"a": {"clean": ["三"], "rejected": ["y", "z"]},
+       "b:2024#1": {"clean": ["四"], "rejected": []}}
 
 
 class Killed(BaseException):
@@ -18,72 +24,142 @@ class Killed(BaseException):
 
 @pytest.fixture()
 def lake(spark, lake_root: Path, request: pytest.FixtureRequest) -> Lake:
-    database = f"commit_{request.node.name.removeprefix('test_')[:40]}"
+    database = f"commit_{request.node.name.removeprefix('test_')[:30]}".replace("[", "_")
+    database = "".join(c if c.isalnum() or c == "_" else "_" for c in database)
     lake = Lake(spark, str(lake_root / database), database)
-    schema = spark.createDataFrame([("x", "a")], "text string, part string").schema
-    lake.ensure_table(TABLE, schema, ["part"])
+    schema = spark.createDataFrame([("x", "a", "clean")], "text string, part string, "
+                                   "outcome string").schema
+    lake.ensure_table(TABLE, schema, ["part", "outcome"])
     return lake
 
 
-def write_run(lake: Lake, run_id: str, rows: dict[str, list[str]]) -> list[Flip]:
-    """Stage a run's data as the filter job does; return the flips that would publish it."""
+def write_run(lake: Lake, run_id: str, rows: dict[str, dict[str, list[str]]]) -> list[Flip]:
+    """Stage a run as the filter job does (Spark's partitionBy, so its escaping); return the
+    flips that publish it: one unit per part, holding both outcomes."""
+    data = [(t, part, outcome) for part, by in rows.items() for outcome, texts in by.items()
+            for t in texts]
+    staged = f"{lake.run_dir(run_id)}/{TABLE}"
+    df = lake.spark.createDataFrame(data, "text string, part string, outcome string")
+    df.write.mode("overwrite").partitionBy("part", "outcome").parquet(staged)
     flips = []
-    for part, texts in rows.items():
-        location = f"{lake.run_dir(run_id)}/{TABLE}/part={part}"
-        lake.spark.createDataFrame([(t,) for t in texts], "text string").write.mode(
-            "overwrite"
-        ).parquet(location)
-        flips.append(Flip(TABLE, {"part": part}, location))
+    for part in rows:
+        unit = f"{staged}/{lake.partition_path({'part': part})}"
+        for inner in OUTCOMES:
+            lake.mkdirs(f"{unit}/{lake.partition_path(inner)}")
+        flips.append(Flip(TABLE, {"part": part}, unit, OUTCOMES))
     return flips
 
 
-def visible(lake: Lake) -> dict[str, list[str]]:
+def as_rows(pairs) -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = {}
+    for text, part, outcome in pairs:
+        out.setdefault(part, {"clean": [], "rejected": []})[outcome].append(text)
+    return {p: {o: sorted(t) for o, t in by.items()} for p, by in out.items()}
+
+
+def via_catalog(lake: Lake) -> dict:
     lake.spark.catalog.refreshTable(f"{lake.database}.{TABLE}")
     rows = lake.spark.table(lake.qualified(TABLE)).collect()
-    out: dict[str, list[str]] = {}
-    for r in rows:
-        out.setdefault(r.part, []).append(r.text)
-    return {k: sorted(v) for k, v in out.items()}
+    return as_rows((r.text, r.part, r.outcome) for r in rows)
 
 
-def journals(lake: Lake) -> list[str]:
-    return [path.rsplit("/", 1)[-1] for path in lake.list_dir(f"{lake.root}/journal")]
+def via_pyarrow(lake: Lake) -> dict:
+    table = ds.dataset(lake.table_dir(TABLE).removeprefix("file://"), format="parquet",
+                       partitioning="hive").to_table()
+    return as_rows(zip(*(table.column(c).to_pylist() for c in ("text", "part", "outcome")),
+                       strict=True))
+
+
+def normal(rows: dict) -> dict:
+    return {p: {o: sorted(t) for o, t in by.items()} for p, by in rows.items()
+            if any(by.values())}
 
 
 def test_a_run_killed_before_commit_is_invisible(lake: Lake) -> None:
-    lake.commit("r1", write_run(lake, "r1", {"a": ["一", "二"]}))
-    write_run(lake, "r2", {"a": ["三"], "b": ["四"]})  # staged, then the job died
-    assert visible(lake) == {"a": ["一", "二"]}
+    lake.commit("r1", write_run(lake, "r1", OLD))
+    write_run(lake, "r2", NEW)  # staged, then the job died
+    assert via_catalog(lake) == via_pyarrow(lake) == normal(OLD)
     assert lake.recover() == []
 
 
-def test_a_commit_killed_midway_is_rolled_forward(lake: Lake, monkeypatch) -> None:
-    lake.commit("r1", write_run(lake, "r1", {"a": ["一", "二"]}))
-    old_dir = lake.partition_location(TABLE, {"part": "a"})
-    flips = write_run(lake, "r2", {"a": ["三"], "b": ["四", "五"]})
-    apply_all = lake._apply
+def commit_steps(lake: Lake) -> list[str]:
+    """The named steps of committing NEW over OLD, found by a dry run in a scratch lake."""
+    steps: list[str] = []
+    lake._hook = steps.append  # type: ignore[method-assign]
+    lake.commit("r1", write_run(lake, "r1", OLD))
+    steps.clear()
+    lake.commit("r2", write_run(lake, "r2", NEW))
+    return steps
 
-    def killed_after_first_flip(flips: list[Flip]) -> None:
-        apply_all(flips[:1])
-        raise Killed
 
-    monkeypatch.setattr(lake, "_apply", killed_after_first_flip)
-    with pytest.raises(Killed):
-        lake.commit("r2", flips)
-    # Half-committed: partition a shows r2, b is not there yet; the journal says what is left.
-    assert visible(lake) == {"a": ["三"]}
-    assert journals(lake) == ["r2.json"]
+def test_every_step_of_the_commit_is_all_old_or_all_new(spark, lake_root: Path) -> None:
+    probe = Lake(spark, str(lake_root / "steps_probe"), "steps_probe")
+    schema = spark.createDataFrame([("x", "a", "clean")], "text string, part string, "
+                                   "outcome string").schema
+    probe.ensure_table(TABLE, schema, ["part", "outcome"])
+    steps = commit_steps(probe)
+    assert len(steps) >= 6, steps  # journal, per unit: register and publish, journal deleted
+    new = normal(NEW)
+    for k, step in enumerate(steps):
+        database = f"steps_{k}"
+        lake = Lake(spark, str(lake_root / database), database)
+        lake.ensure_table(TABLE, schema, ["part", "outcome"])
+        lake.commit("r1", write_run(lake, "r1", OLD))
+        flips = write_run(lake, "r2", NEW)
+        calls = iter(range(len(steps)))
 
-    next_job = Lake(lake.spark, lake.root, lake.database)  # what the next run does first
-    assert next_job.recover() == ["r2"]
-    assert visible(next_job) == {"a": ["三"], "b": sorted(["四", "五"])}
-    assert next_job.exists(flips[0].location)  # the re-applied flip kept its own data
-    assert journals(next_job) == []
-    assert not next_job.exists(old_dir)  # r1's superseded data was removed
+        def kill_at(name: str, k=k, calls=calls) -> None:
+            if next(calls) == k:
+                raise Killed(name)
+
+        lake._hook = kill_at  # type: ignore[method-assign]
+        with pytest.raises(Killed):
+            lake.commit("r2", flips)
+        # A fresh reader before recovery: each unit (part) all old or all new, never a mix.
+        for seen in (via_catalog(lake), via_pyarrow(lake)):
+            for part in ("a", "b:2024#1"):
+                olds, news = normal(OLD).get(part), new.get(part)
+                assert seen.get(part) in (olds, news), f"killed at {step}: {part} = {seen}"
+        next_job = Lake(spark, lake.root, database)
+        next_job.recover()
+        assert via_catalog(next_job) == via_pyarrow(next_job) == new, f"killed at {step}"
+        assert next_job.list_dir(f"{next_job.root}/journal") == []
+        assert not next_job.exists(f"{next_job.root}/trash")
 
 
 def test_recommitting_the_same_run_is_harmless(lake: Lake) -> None:
-    flips = write_run(lake, "r1", {"a": ["一"]})
+    flips = write_run(lake, "r1", OLD)
     lake.commit("r1", flips)
     lake.commit("r1", flips)  # a roll-forward of an already applied journal does this
-    assert visible(lake) == {"a": ["一"]}
+    assert via_catalog(lake) == normal(OLD)
+
+
+def test_escaped_partition_values_are_published(lake: Lake) -> None:
+    lake.commit("r1", write_run(lake, "r1", NEW))
+    assert via_catalog(lake) == via_pyarrow(lake) == normal(NEW)
+    published = Path(lake.table_dir(TABLE).removeprefix("file://"))
+    assert (published / "part=b%3A2024%231" / MARKER).read_text() == "r1"
+
+
+def test_a_torn_journal_is_quarantined(lake: Lake) -> None:
+    lake.commit("r1", write_run(lake, "r1", OLD))
+    for torn in ("", '[{"table": "commit_pro'):
+        lake.write_text(f"{lake.root}/journal/r9.json", torn)
+        next_job = Lake(lake.spark, lake.root, lake.database)
+        assert next_job.recover() == [] and next_job.torn == ["r9"]
+        assert len(next_job.list_dir(f"{lake.root}/journal-quarantine")) == (2 if torn else 1)
+        assert via_catalog(next_job) == normal(OLD)
+
+
+def test_gc_keeps_what_tables_point_at(lake: Lake) -> None:
+    lake.commit("r1", write_run(lake, "r1", OLD))
+    write_run(lake, "r2", NEW)  # a dead run's staged data
+    removed = gc(lake)
+    assert any(p.endswith("/runs/r2") for p in removed)
+    assert via_catalog(lake) == via_pyarrow(lake) == normal(OLD)
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b", "", ".hidden", "a..b", "x" * 200])
+def test_run_ids_name_one_directory(bad: str) -> None:
+    with pytest.raises(ValueError, match="run id"):
+        check_run_id(bad)

@@ -1,0 +1,130 @@
+"""The lake as any Parquet reader sees it, through the real `spark-submit`: after a commit,
+after a run killed in the middle of its commit, and after the next run, pyarrow and duckdb
+pointed at a table's documented path read exactly what the catalog shows. Corpus names that
+Spark escapes in paths (`:`, `#`, non-ASCII) keep their rows; a run id is never reused."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pyarrow.dataset as ds
+import pytest
+from integration_helpers import query_lake, spark_env, spark_submit, submit_to
+
+CORPORA = ["opus:2024", "wmt#21", "新闻"]
+
+
+def inputs(data_dir: Path, tmp: Path, n: int, offset: int = 0) -> dict[str, Path]:
+    """One small real TSV per corpus name (Tatoeba zh-en, different lines per corpus)."""
+    zh = (data_dir / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines()
+    en = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()
+    out = {}
+    for i, corpus in enumerate(CORPORA):
+        start = offset + i * n
+        path = tmp / f"c{i}-{offset}.tsv"
+        path.write_text("".join(f"{z}\t{e}\n" for z, e in zip(zh[start:start + n],
+                                                              en[start:start + n],
+                                                              strict=True)), "utf-8")
+        out[corpus] = path
+    return out
+
+
+def filter_corpus(lake: Path, corpus: str, path: Path, run_id: str, env=None):
+    return submit_to("local[2]", "filter", "--pair", "zh-en", "--corpus", corpus, "--input",
+                     str(path), "--lake", str(lake), "--run-id", run_id, env=env)
+
+
+def pyarrow_counts(lake: Path, table: str, outcome: str | None = None) -> Counter:
+    data = ds.dataset(lake / "tables" / table, format="parquet", partitioning="hive")
+    flt = ds.field("outcome") == outcome if outcome else None
+    return Counter(data.to_table(columns=["corpus"], filter=flt).column("corpus").to_pylist())
+
+
+def duckdb_counts(lake: Path, glob: str) -> Counter:
+    rows = duckdb.sql(f"SELECT corpus, count(*) FROM read_parquet('{lake}/tables/{glob}', "
+                      "hive_partitioning = true) GROUP BY 1").fetchall()
+    return Counter(dict(rows))
+
+
+def catalog_counts(lake: Path) -> dict[str, Counter]:
+    got = query_lake(lake, {t: f"SELECT corpus, count(*) FROM sluice.{t} GROUP BY 1"
+                            for t in ("bitext_clean", "bitext_rejected", "bitext_raw")})
+    return {t: Counter(dict(rows)) for t, rows in got.items()}
+
+
+def plain_counts(lake: Path) -> dict[str, Counter]:
+    """Each table read by pyarrow and by duckdb (as the README shows); the two must agree."""
+    out = {
+        "bitext_clean": pyarrow_counts(lake, "bitext", "clean"),
+        "bitext_rejected": pyarrow_counts(lake, "bitext", "rejected"),
+        "bitext_raw": pyarrow_counts(lake, "bitext_raw"),
+    }
+    assert duckdb_counts(lake, "bitext/*/*/outcome=clean/*.parquet") == out["bitext_clean"]
+    assert duckdb_counts(lake, "bitext/*/*/outcome=rejected/*.parquet") == out["bitext_rejected"]
+    assert duckdb_counts(lake, "bitext_raw/**/*.parquet") == out["bitext_raw"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory, data_dir: Path) -> dict:
+    root = tmp_path_factory.mktemp("readers")
+    lake = root / "lake"
+    first = inputs(data_dir, root, 40)
+    for i, (corpus, path) in enumerate(first.items()):
+        done = filter_corpus(lake, corpus, path, f"first-{i}")
+        assert done.returncode == 0, done.stderr[-3000:]
+    return {"root": root, "lake": lake, "first": first,
+            "after_first": catalog_counts(lake)}
+
+
+def test_escaped_corpus_names_keep_their_rows(lake) -> None:
+    seen = lake["after_first"]
+    for corpus in CORPORA:
+        assert seen["bitext_raw"][corpus] == 40
+        assert seen["bitext_clean"][corpus] + seen["bitext_rejected"][corpus] == 40
+        assert seen["bitext_clean"][corpus] > 30
+
+
+def test_plain_readers_see_what_the_catalog_shows(lake) -> None:
+    assert plain_counts(lake["lake"]) == lake["after_first"]
+
+
+def test_a_run_id_that_committed_is_refused(lake) -> None:
+    corpus, path = next(iter(lake["first"].items()))
+    done = filter_corpus(lake["lake"], "other", path, "first-0")
+    assert done.returncode == 2
+    assert "run id first-0 has already committed" in done.stderr
+    assert catalog_counts(lake["lake"]) == lake["after_first"]  # nothing wiped
+
+
+def test_run_ids_outside_the_lake_are_refused(lake) -> None:
+    done = filter_corpus(lake["lake"], "x", lake["first"]["新闻"], "../../escape")
+    assert done.returncode == 2 and "run id '../../escape'" in done.stderr
+    assert not (lake["root"] / "escape").exists()
+
+
+@pytest.mark.parametrize("step", ["journal written", "registered bitext", "published bitext"])
+def test_a_commit_killed_midway_shows_all_old_or_all_new(lake, data_dir: Path, step) -> None:
+    """A real SIGKILL at a step of the commit; then a fresh reader before any recovery."""
+    corpus = "wmt#21"
+    newer = inputs(data_dir, lake["root"], 25, offset=600)[corpus]
+    before = plain_counts(lake["lake"])
+    env = dict(spark_env(), SLUICE_KILL_AT=step)
+    done = filter_corpus(lake["lake"], corpus, newer, f"killed-{step.replace(' ', '-')}", env)
+    assert done.returncode != 0
+    now = plain_counts(lake["lake"])
+    old = (before["bitext_clean"][corpus], before["bitext_rejected"][corpus])
+    got = (now["bitext_clean"][corpus], now["bitext_rejected"][corpus])
+    assert got == old or sum(got) == 25, (step, old, got)  # never a mix
+    # The next job rolls the commit forward, marks the dead run failed, and readers agree.
+    again = spark_submit("--pair", "zh-en", "--corpus", "新闻", "--input",
+                         str(lake["first"]["新闻"]), "--lake", str(lake["lake"]))
+    assert again.returncode == 0, again.stderr[-3000:]
+    after = plain_counts(lake["lake"])
+    assert after == catalog_counts(lake["lake"])
+    assert after["bitext_clean"][corpus] + after["bitext_rejected"][corpus] in (40, 25)
+    status = query_lake(lake["lake"], {"s": "SELECT run_id, status FROM sluice.runs"})["s"]
+    assert all(state != "running" for _, state in status), status
+    assert not list((lake["lake"] / "runs").iterdir())  # gc left no staged data behind
