@@ -15,13 +15,26 @@ from jobs.stages import ALIGN_RULE, EMBED_RULES, alive, reject_where
 
 
 def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, str]]:
-    """Up to `n` alive pairs, drawn uniformly (deterministic for the same data and seed)."""
+    """Up to `n` alive pairs, drawn uniformly: the `n` with the smallest seeded hash of their
+    text, in that order. A pair's hash depends on its text alone, so the sample is the same
+    however the rows are partitioned (`sample()` draws per partition with the partition's
+    index in its seed, and `limit()` keeps whichever rows come first), and it does not hinge
+    on row ids (those hash the input's path)."""
     pairs = df.where(alive()).select("src", "tgt")
     total = pairs.count()
     if total == 0:
         return []
-    fraction = min(1.0, 1.2 * n / total)  # a little over, then cut: sample() is approximate
-    rows = pairs.sample(fraction=fraction, seed=seed).limit(n).collect()
+    ranked = pairs.withColumn("_rank", F.xxhash64(F.lit(seed), "src", "tgt"))
+    order = ["_rank", "src", "tgt"]
+    fraction = 1.2 * n / total  # a little over n: the share under a threshold varies
+    if fraction < 1:
+        # The rows below a hash threshold are a prefix of the hash order: with at least n of
+        # them, they hold the n smallest, and each task sorts ~1.2n/total of its rows, not all.
+        below = min(-(1 << 63) + int(fraction * (1 << 64)), (1 << 63) - 1)
+        rows = ranked.where(F.col("_rank") < below).orderBy(*order).limit(n).collect()
+        if len(rows) == n:
+            return [(r.src, r.tgt) for r in rows]
+    rows = ranked.orderBy(*order).limit(n).collect()
     return [(r.src, r.tgt) for r in rows]
 
 

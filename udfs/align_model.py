@@ -24,6 +24,20 @@ the same corpus with targets shifted by one line; more in tests/test_align.py an
   link to the best f_i unless NULL explains the token better. At 0.6, coverage from these
   directional links keeps / rejects 99.9% / 89.5% of real / shifted newstest zh-en pairs
   (ru-en 100% / 97.2%, Tatoeba zh-en 99.8% / 99.1%); the log-probs separate as the library's.
+
+Training is repeatable: the same pairs, in any order, give the same parameter files byte for
+byte. fast_align's E-step adds expected counts into one shared table from all its OpenMP
+threads without synchronization (upstream TTable::Increment: "Ignore race conditions here";
+systran-align is a fork), so with more than one thread updates are lost at random, and the
+statistics for the diagonal tension are summed in the order threads finish: two trainings on
+the same 5,499 Tatoeba pairs in one process gave different files and changed
+align_fwd_logprob on 3,475 of 3,500 pairs. So it trains on one thread (`one_openmp_thread`),
+at a cost on an idle driver: on newstest zh-en 2017-20 (9,982 pairs, 2 cores) one thread
+trains in 31-33 s, two in 15-17 s (more cores would lose more). With another Spark job on
+the same 2 cores, one thread was the faster (20k WMT21-23 zh-en pairs: 34-37 s against
+47-56 s on two). Lines are sorted before training, so the order the sample arrives in does not
+matter either (it sets the vocabulary ids and the order floating-point counts are summed in).
+
 Scores are in-sample-optimistic: pairs the model was trained on score higher than unseen pairs
 of the same kind (newstest zh-en trained on 2017-19 only, 8k pairs, scored on 2020: 85% of real
 pairs keep 0.6, 92% of shifted fall below), so train on as large a sample as the driver affords.
@@ -31,6 +45,7 @@ pairs keep 0.6, 92% of shifted fall below), so train on as large a sample as the
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -39,7 +54,8 @@ import shutil
 import struct
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 
@@ -81,19 +97,51 @@ def align_tokens(text: str | None, lang: str) -> list[str]:
 def write_training_text(
     pairs: Iterable[tuple[str, str]], src_lang: str, tgt_lang: str, path: str
 ) -> tuple[int, int, str]:
-    """Write `src ||| tgt` lines for pairs with tokens on both sides; returns (pairs read,
-    lines written, sha256 of the lines)."""
-    digest, read, written = hashlib.sha256(), 0, 0
+    """Write `src ||| tgt` lines for pairs with tokens on both sides, sorted (the model then
+    depends on the pairs, not on their order); returns (pairs read, lines written, sha256 of
+    the lines)."""
+    lines, read = [], 0
+    for src, tgt in pairs:
+        read += 1
+        s, t = align_tokens(src, src_lang), align_tokens(tgt, tgt_lang)
+        if s and t:  # fast_align cannot learn from an empty side
+            lines.append(f"{' '.join(s)} {SEPARATOR} {' '.join(t)}\n")
+    lines.sort()
+    digest = hashlib.sha256()
     with open(path, "w", encoding="utf-8") as out:
-        for src, tgt in pairs:
-            read += 1
-            s, t = align_tokens(src, src_lang), align_tokens(tgt, tgt_lang)
-            if s and t:  # fast_align cannot learn from an empty side
-                line = f"{' '.join(s)} {SEPARATOR} {' '.join(t)}\n"
-                out.write(line)
-                digest.update(line.encode("utf-8"))
-                written += 1
-    return read, written, digest.hexdigest()
+        for line in lines:
+            out.write(line)
+            digest.update(line.encode("utf-8"))
+    return read, len(lines), digest.hexdigest()
+
+
+def _loaded_openmp_runtimes() -> list[str]:
+    """Paths of the OpenMP runtimes (libgomp) mapped into this process."""
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        paths = {line.split(None, 5)[-1].strip() for line in maps if "libgomp" in line}
+    return sorted(p for p in paths if os.path.basename(p).startswith("libgomp"))
+
+
+@contextmanager
+def one_openmp_thread() -> Iterator[None]:
+    """OpenMP parallel regions started from the calling thread run on one thread for the block
+    (omp_set_num_threads in every libgomp loaded, restored afterwards; the setting belongs to
+    the calling thread, so other threads of the process are not affected). Setting
+    OMP_NUM_THREADS would come too late: libgomp reads it once, when it is loaded."""
+    runtimes = [ctypes.CDLL(path) for path in _loaded_openmp_runtimes()]
+    if not runtimes:
+        raise RuntimeError(
+            "no OpenMP runtime (libgomp) found in this process: cannot make fast_align train"
+            " on one thread, and on several its results change from run to run"
+        )
+    before = [lib.omp_get_max_threads() for lib in runtimes]
+    try:
+        for lib in runtimes:
+            lib.omp_set_num_threads(1)
+        yield
+    finally:
+        for lib, threads in zip(runtimes, before, strict=True):
+            lib.omp_set_num_threads(threads)
 
 
 def train_local(
@@ -117,7 +165,8 @@ def train_local(
             raise ValueError("no pair with tokens on both sides to train the aligner on")
         start = time.perf_counter()
         fwd, bwd = os.path.join(tmp, FORWARD), os.path.join(tmp, BACKWARD)
-        systran_align.generate_alignment_probabilities(text, fwd, bwd, **TRAIN_OPTIONS)
+        with one_openmp_thread():  # several threads race on the counts (module docstring)
+            systran_align.generate_alignment_probabilities(text, fwd, bwd, **TRAIN_OPTIONS)
         seconds = time.perf_counter() - start
         for name in (FORWARD, BACKWARD):
             shutil.move(os.path.join(tmp, name), os.path.join(out_dir, name))
@@ -131,6 +180,8 @@ def train_local(
         "library": LIBRARY,
         "library_version": version(LIBRARY),
         "options": TRAIN_OPTIONS,
+        "threads": 1,
+        "sample_order": "lines sorted",
         "tokenization": "udfs.tokens.tokenize(text.lower(), lang), edge punctuation split off",
         "train_seconds": round(seconds, 3),
         "scoring": {"p_null": P_NULL, "tension": TENSION, "min_prob": MIN_PROB},

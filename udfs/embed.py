@@ -1,7 +1,7 @@
 """Embedding similarity of a pair: cosine and ratio margin of its two sides' sentence vectors.
 
 `encode` and `cosine_and_margin` are pure functions on texts/arrays (no Spark needed);
-`add_embedding_scores` runs them over a DataFrame with `mapInPandas`, so every input column
+`add_embedding_scores` runs them over a DataFrame with `applyInPandas`, so every input column
 flows through unchanged and the scores are computed only on rows that are still alive.
 
 Margin (Artetxe & Schwenk 2019, ratio margin):
@@ -9,32 +9,58 @@ Margin (Artetxe & Schwenk 2019, ratio margin):
     margin(x, y) = cos(x, y) / ((mean_{z in NN_k(x)} cos(x, z) + mean_{z in NN_k(y)} cos(y, z)) / 2)
 
 where NN_k(x) are the k targets nearest to source x (and NN_k(y) the k sources nearest to
-target y). A corpus-wide k-NN search would need a vector index and a second pass; instead the
-neighbourhood is local: the alive rows of the current Arrow batch (up to
-`spark.sql.execution.arrow.maxRecordsPerBatch`, sluice sets 4,096 rows) plus the last
-`NEIGHBOUR_POOL` alive rows of earlier batches of the same partition. The pool keeps a short
-last batch of a partition from scoring against a handful of neighbours (with one row the
-margin would be exactly 1). Margins therefore depend slightly on partitioning; cosine does not.
+target y). A corpus-wide k-NN search would need a vector index; instead the neighbourhood is
+the pair's margin group: the alive rows are dealt into ceil(alive / GROUP_ROWS) groups by a
+hash of their text (4,097-8,192 rows a group on average; all rows when fewer), about as many
+candidates as the thresholds were calibrated with (bench/calibrate_embed.py: 6,000).
+
+Two steps, each a `groupBy().applyInPandas`: encoding, in groups of <= ENCODE_ROWS alive rows
+(many groups: the expensive step keeps every core busy), then, with margin_k > 0, the margin,
+in the margin groups, from the vectors the first step passes on (float32 bytes).
+
+Repeatable: the same rows and config give the same scores bit for bit, however Spark
+partitions and batches them. A vector's last bits depend on what it is computed with
+(OpenBLAS takes other kernels for the rows at a block's edge, and splits a product among its
+threads: of 1,200 Tatoeba sentences, 720 got other bits when encoded in two calls instead of
+one, 2,998 of 3,000 with two BLAS threads instead of one). So the groups are fixed by the
+data alone (hashes of the text; their number by the count of alive rows), each group is
+processed in an order of its own (another hash of the text), and the numpy work runs on one
+BLAS thread (`encoders.encoder_threads`, `one_blas_thread`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame
-from pyspark.sql.types import DoubleType, StructField, StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
-from udfs.encoders import BACKENDS, DEVICES, load_encoder, resolve_device, resolve_model
+from udfs.encoders import (
+    BACKENDS,
+    DEVICES,
+    encoder_threads,
+    load_encoder,
+    resolve_device,
+    resolve_model,
+)
 from udfs.scoring import score_where
 from udfs.task import task_cpus
 
 COSINE = "embed_cosine"
 MARGIN = "embed_margin"
-NEIGHBOUR_POOL = 4096  # earlier alive rows kept as margin neighbours, per side
+ENCODE_ROWS = 2048  # the most alive rows an encoding group holds on average
+GROUP_ROWS = 8192  # the most alive rows a margin group (a neighbourhood) holds on average
 SIM_BLOCK = 2048  # query rows per similarity block: bounds the block to 2048 x candidates
+# helper columns, dropped before output: group, order in it, each side's vector
+_GROUP, _ORDER = "_embed_group", "_embed_order"
+_SRC_VEC, _TGT_VEC = "_embed_src_vector", "_embed_tgt_vector"
+_ENCODE_SEED, _MARGIN_SEED, _ORDER_SEED = 17, 23, 19
 
 
 @dataclass(frozen=True)
@@ -73,9 +99,8 @@ def encode(spec: EncoderSpec, texts: list[str]) -> np.ndarray:
     if len(texts) == 0:
         return np.zeros((0, 0), dtype=np.float32)
     device = resolve_device(spec.backend, spec.device)
-    encoder = load_encoder(
-        spec.backend, resolve_model(spec.backend, spec.model), device, task_cpus()
-    )
+    threads = encoder_threads(spec.backend, task_cpus())
+    encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads)
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=False)
     emb = np.asarray(encoder.encode(list(uniques), spec.batch_size), dtype=np.float32)
     return _l2_normalize(emb)[codes]
@@ -125,58 +150,95 @@ def _stack(batch: np.ndarray, pool: np.ndarray | None) -> np.ndarray:
 
 def _knn_mean(queries: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:
     """Mean of each query's k highest cosines to the candidates, in row blocks to bound
-    memory (a 10,000 x 14,000 similarity matrix would be 560 MB)."""
+    memory (a 10,000 x 14,000 similarity matrix would be 560 MB), on one BLAS thread (a
+    cosine's last bits would otherwise depend on the machine's cores)."""
     out = np.empty(len(queries), dtype=np.float64)
-    for start in range(0, len(queries), SIM_BLOCK):
-        sims = queries[start : start + SIM_BLOCK] @ candidates.T
-        out[start : start + SIM_BLOCK] = np.partition(sims, -k, axis=1)[:, -k:].mean(axis=1)
+    with one_blas_thread():
+        for start in range(0, len(queries), SIM_BLOCK):
+            sims = queries[start : start + SIM_BLOCK] @ candidates.T
+            top = np.sort(np.partition(sims, -k, axis=1)[:, -k:], axis=1)
+            out[start : start + SIM_BLOCK] = top.mean(axis=1)
     return out
 
 
-class NeighbourPool:
-    """The most recent alive embeddings of a partition, kept as extra margin neighbours."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.src: np.ndarray | None = None
-        self.tgt: np.ndarray | None = None
-
-    def add(self, src: np.ndarray, tgt: np.ndarray) -> None:
-        self.src = _stack(src, self.src)[: self.size]
-        self.tgt = _stack(tgt, self.tgt)[: self.size]
+@cache
+def _blas_controller():
+    """threadpoolctl's view of the BLAS libraries loaded (scanned once per process); None
+    without threadpoolctl (USE's `[fast]` extra installs it)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
 
 
-def score_batches(
-    spec: EncoderSpec, margin_k: int
-) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The mapInPandas function: one partition's batches in, the same rows plus scores out."""
-
-    def score(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        pool = NeighbourPool(NEIGHBOUR_POOL)
-        for pdf in batches:
-            yield score_frame(pdf, spec, margin_k, pool)
-
-    return score
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread for the block (unchanged without threadpoolctl)."""
+    controller = _blas_controller()
+    if controller is None:
+        yield
+        return
+    with controller.limit(limits=1, user_api="blas"):
+        yield
 
 
-def score_frame(
-    pdf: pd.DataFrame, spec: EncoderSpec, margin_k: int, pool: NeighbourPool
-) -> pd.DataFrame:
-    """Scores for one Arrow batch of alive rows; NaN (null in Spark) where a side is null."""
-    rows = np.flatnonzero((pdf["src"].notna() & pdf["tgt"].notna()).to_numpy())
-    cos = np.full(len(pdf), np.nan)
-    margin = np.full(len(pdf), np.nan)
-    if len(rows):
-        src = encode(spec, pdf["src"].iloc[rows].tolist())
-        tgt = encode(spec, pdf["tgt"].iloc[rows].tolist())
-        cos[rows], margin[rows] = cosine_and_margin(
-            src, tgt, margin_k, src_pool=pool.src, tgt_pool=pool.tgt
-        )
-        if margin_k > 0:
-            pool.add(src, tgt)
-    pdf[COSINE] = cos
-    pdf[MARGIN] = margin
-    return pdf
+def _in_order(pdf: pd.DataFrame) -> pd.DataFrame:
+    """A group's rows in an order of their own (Spark hands them over in shuffle order); ties
+    (the same pair twice) are broken by the texts, whose vectors are then the same too."""
+    return pdf.sort_values([_ORDER, "src", "tgt"], kind="stable", ignore_index=True)
+
+
+def encode_group(spec: EncoderSpec, vectors: bool) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The applyInPandas function of the encoding step: one group's alive rows in, the same
+    rows plus `embed_cosine` out, and either `embed_margin` (null) or, for the margin step,
+    the order key and both sides' vectors (float32 bytes; null where a side is null)."""
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = _in_order(pdf).drop(columns=[_GROUP])
+        rows = np.flatnonzero((pdf["src"].notna() & pdf["tgt"].notna()).to_numpy())
+        cos = np.full(len(pdf), np.nan)
+        src_vec, tgt_vec = [None] * len(pdf), [None] * len(pdf)
+        if len(rows):
+            src = encode(spec, pdf["src"].iloc[rows].tolist())
+            tgt = encode(spec, pdf["tgt"].iloc[rows].tolist())
+            cos[rows], _ = cosine_and_margin(src, tgt, 0)
+            if vectors:
+                for i, row in enumerate(rows):
+                    src_vec[row], tgt_vec[row] = src[i].tobytes(), tgt[i].tobytes()
+        pdf[COSINE] = cos
+        if vectors:
+            pdf[_SRC_VEC], pdf[_TGT_VEC] = src_vec, tgt_vec
+            return pdf
+        pdf[MARGIN] = np.nan
+        return pdf.drop(columns=[_ORDER])
+
+    return run
+
+
+def margin_group(margin_k: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The applyInPandas function of the margin step: one neighbourhood's encoded rows in, the
+    same rows with `embed_margin` (over the group's rows as candidates) and without vectors."""
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = _in_order(pdf)
+        rows = np.flatnonzero(pdf[_SRC_VEC].notna().to_numpy())
+        margin = np.full(len(pdf), np.nan)
+        if len(rows):
+            src, tgt = (
+                np.stack([np.frombuffer(v, np.float32) for v in pdf[col].iloc[rows]])
+                for col in (_SRC_VEC, _TGT_VEC)
+            )
+            _, margin[rows] = cosine_and_margin(src, tgt, margin_k)
+        pdf[MARGIN] = margin
+        return pdf.drop(columns=[_GROUP, _ORDER, _SRC_VEC, _TGT_VEC])
+
+    return run
+
+
+def _group_of(seed: int, groups: int) -> Column:
+    """A row's group, 0..groups-1, from a seeded hash of its pair's text."""
+    return F.pmod(F.xxhash64(F.lit(seed), "src", "tgt"), F.lit(groups))
 
 
 def add_embedding_scores(
@@ -187,13 +249,36 @@ def add_embedding_scores(
     `df` needs string columns `src` and `tgt`; every other column passes through unchanged.
     Rows where `alive` is false or null (rejected by a cheaper stage), or a side is null, get
     null scores and are not encoded. `embed_margin` is null everywhere when margin_k == 0;
-    otherwise it is the ratio margin over k neighbours taken within the partition (see the
-    module docstring).
+    otherwise it is the ratio margin over k neighbours among the row's margin group (see the
+    module docstring). Counts the alive rows first (one Spark job) to size the groups, so
+    stage `df` when it is expensive to compute.
     """
 
     def score(live: DataFrame) -> DataFrame:
+        alive_rows = live.count()
+        groups = max(1, -(-alive_rows // ENCODE_ROWS))
+        keyed = live.withColumns(
+            {
+                _GROUP: _group_of(_ENCODE_SEED, groups),
+                _ORDER: F.xxhash64(F.lit(_ORDER_SEED), "src", "tgt"),
+            }
+        )
         fields = [StructField(COSINE, DoubleType()), StructField(MARGIN, DoubleType())]
         schema = StructType([*live.schema.fields, *fields])
-        return live.mapInPandas(score_batches(spec, margin_k), schema)
+        if margin_k <= 0:
+            return keyed.groupBy(_GROUP).applyInPandas(encode_group(spec, False), schema)
+        encoded_schema = StructType(
+            [
+                *live.schema.fields,
+                StructField(_ORDER, LongType()),
+                StructField(COSINE, DoubleType()),
+                StructField(_SRC_VEC, BinaryType()),
+                StructField(_TGT_VEC, BinaryType()),
+            ]
+        )
+        encoded = keyed.groupBy(_GROUP).applyInPandas(encode_group(spec, True), encoded_schema)
+        groups = max(1, -(-alive_rows // GROUP_ROWS))
+        regrouped = encoded.withColumn(_GROUP, _group_of(_MARGIN_SEED, groups))
+        return regrouped.groupBy(_GROUP).applyInPandas(margin_group(margin_k), schema)
 
     return score_where(df, alive, [COSINE, MARGIN], score)

@@ -12,6 +12,13 @@ Two backends:
 
 Loaded encoders are cached per (backend, model, device, threads): Spark reuses Python workers
 across tasks, so a model loads once per worker, not once per task or batch.
+
+USE runs on one BLAS thread whatever the task's cores (`encoder_threads`): OpenBLAS splits a
+product's rows among its threads, and the rows at a split's edge take another kernel, so a
+sentence's vector would change in its last bits with the thread count (2,998 of 3,000 Tatoeba
+sentences did between one thread and two), and scores would depend on `spark.task.cpus` and on
+the machine. Two threads were not faster than one on 2 cores either (3,000 sentences: 3.1 s on
+one, 4.0 s on two, with another Spark job running).
 """
 
 from __future__ import annotations
@@ -119,6 +126,12 @@ class SentenceTransformerEncoder:
                 out = np.empty((len(texts), emb.shape[1]), dtype=np.float32)
             out[idx] = emb
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def encoder_threads(backend: str, task_cpus: int) -> int:
+    """Threads an encoder computes with: one for USE (repeatable vectors, module docstring);
+    the task's cores for sentence-transformers on a CPU (torch), a setting of the run."""
+    return 1 if backend == "use" else task_cpus
 
 
 def resolve_device(backend: str, requested: str) -> str:
