@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -18,6 +19,43 @@ M = TypeVar("M", bound=BaseModel)
 
 class ConfigError(ValueError):
     """A configuration problem, worded for the user (names the file or key)."""
+
+
+# The languages fastText lid.176 (langid.model) tells apart, as its labels (__label__xx): the
+# langid rules can only pass a side whose language is one of them, so `pair`/`lang` must be.
+# tests/test_bad_input.py checks this list against the shipped model's labels.
+LID176_LABELS = """
+    af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk
+    ce ceb ckb co cs cv cy da de diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga
+    gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id ie ilo io is it ja jbo jv ka kk
+    km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr
+    mrj ms mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb
+    ps pt qu rm ro ru rue sa sah sc scn sco sd sh si sk sl so sq sr su sv sw ta te tg th
+    tk tl tr tt tyv ug uk ur uz vec vep vi vls vo wa war wuu xal xmf yi yo yue zh
+"""
+LANGUAGES = frozenset(LID176_LABELS.split())
+
+
+def known_language(code: str, what: str) -> str:
+    """`code` when lid.176 knows it, else a ValueError naming `what` and listing the known."""
+    if code not in LANGUAGES:
+        raise ValueError(
+            f"{what}: unknown language code {code!r}; known (fastText lid.176): "
+            + " ".join(sorted(LANGUAGES))
+        )
+    return code
+
+
+def safe_name(value: str, what: str) -> str:
+    """A name that becomes a partition value and a directory: anything printable except what
+    breaks a path or a `k=v` partition (the lake escapes the rest, e.g. `:` `#` spaces)."""
+    bad = any(c in "/\\=" or unicodedata.category(c) == "Cc" for c in value)
+    if not value or value[0] in "._" or bad:
+        raise ValueError(
+            f"{what} {value!r}: use any characters but / \\ = and control characters, "
+            "not starting with . or _ (e.g. wmt19, news:2019#1, 新闻)"
+        )
+    return value
 
 
 class Strict(BaseModel):
@@ -72,12 +110,8 @@ class InputConf(Strict):
 
     @field_validator("corpus")
     @classmethod
-    def safe_name(cls, value: str) -> str:
-        if not value or any(c in value for c in "/=\\ '\""):
-            raise ValueError(
-                f"corpus name {value!r} must be non-empty, without / = \\ quotes or spaces"
-            )
-        return value
+    def safe_corpus(cls, value: str) -> str:
+        return safe_name(value, "corpus name")
 
 
 class IngestConf(Strict):
@@ -233,9 +267,18 @@ class FilterConfig(JobConfig):
     @field_validator("pair")
     @classmethod
     def two_languages(cls, pair: str | None) -> str | None:
-        if pair is not None and (pair.count("-") != 1 or not all(pair.split("-"))):
+        if pair is None:
+            return None
+        if pair.count("-") != 1 or not all(pair.split("-")):
             raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
+        for code in pair.split("-"):
+            known_language(code, f"pair {pair!r}")
         return pair
+
+    @field_validator("lang")
+    @classmethod
+    def one_language(cls, lang: str | None) -> str | None:
+        return None if lang is None else known_language(lang, f"lang {lang!r}")
 
     @model_validator(mode="after")
     def pair_or_lang(self) -> FilterConfig:
@@ -320,7 +363,13 @@ def parse_override(text: str) -> dict:
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected key.path=value")
     dotted, raw = text.split("=", 1)
-    value: Any = yaml.safe_load(raw) if raw else ""
+    if not all(dotted.split(".")):
+        raise ConfigError(f"--set {text!r}: expected key.path=value")
+    try:
+        value: Any = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError as err:  # e.g. `[1,`: one line naming the --set, not a traceback
+        why = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise ConfigError(f"--set {text!r}: the value is not valid YAML ({why})") from None
     for key in reversed(dotted.split(".")):
         value = {key: value}
     return value

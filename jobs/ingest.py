@@ -8,6 +8,12 @@ so they are counted and never silently dropped. Line numbers are 1-based, as `se
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import unquote, urlparse
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,7 +34,8 @@ RAW_COLUMNS = [
 
 
 class InputError(ValueError):
-    """Input that cannot be read at all (missing file, mismatched Moses pair, empty file)."""
+    """Input that cannot be read at all (missing file, mismatched Moses pair, empty file,
+    corrupt gzip, UTF-16/32 text)."""
 
 
 BITEXT_FORMATS = ("tsv", "moses", "parquet", "table")
@@ -56,6 +63,9 @@ def read_input(
         kind = "monolingual" if mono else "bitext"
         raise InputError(f"corpus {inp.corpus}: format {fmt!r} is not for {kind}; use {allowed}")
     columns = ("text",) if mono else ("src", "tgt")
+    if fmt in ("tsv", "moses", "text"):
+        for path in inp.paths:  # every file of the corpus, before Spark reads any of them
+            check_text_files(spark, path)
     if fmt == "moses":
         if len(inp.paths) != 2:
             raise InputError(f"corpus {inp.corpus}: a Moses pair needs 2 paths, got {inp.paths}")
@@ -80,6 +90,110 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
+# -- checks before reading ------------------------------------------------------------------
+GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1 ID2 and CM = deflate (RFC 1952)
+# Names Hadoop decompresses by (CompressionCodecFactory); other names are read as they are.
+COMPRESSED = (".gz", ".bz2", ".deflate", ".zst", ".lz4", ".snappy")
+# Byte order marks, UTF-32 first: its LE mark starts with UTF-16 LE's.
+BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32LE", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32BE", "UTF-32"),
+    (b"\xff\xfe", "UTF-16LE", "UTF-16"),
+    (b"\xfe\xff", "UTF-16BE", "UTF-16"),
+)
+
+
+def shown(uri: str) -> str:
+    """A file as the user knows it: local files as plain paths, others as URIs."""
+    parsed = urlparse(uri)
+    return parsed.path if parsed.scheme == "file" else uri
+
+
+def check_text_files(spark: SparkSession, path: str) -> None:
+    """Refuse, before Spark reads them, the files of `path` (a file, directory or glob) that
+    it would turn into garbage rows or a crash halfway: gzip data that is not gzip (or is not
+    named .gz) and UTF-16/UTF-32 text. Reads the first KB of each file, on the driver.
+
+    A truncated or corrupt gzip stream cannot be found this cheaply: deflate cannot be entered
+    in the middle (each block depends on the 32 KB before it) and the trailer is the CRC and
+    size of the whole stream, so only inflating all of it tells. The pass that numbers lines
+    inflates all of it anyway; `numbered_lines` turns its read failure into an InputError."""
+    jvm = spark.sparkContext._jvm
+    try:
+        hpath = jvm.org.apache.hadoop.fs.Path(path)
+        fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        statuses = fs.globStatus(hpath) or []
+    except Exception:  # a bad path or scheme: Spark's read says what is wrong with it
+        return
+    for status in statuses:  # none: Spark's read names the missing path
+        for file in listed_files(fs, status):
+            name = shown(file.getPath().toString())
+            try:
+                stream = fs.open(file.getPath())
+                try:  # enough compressed bytes for the first KB of text
+                    head = bytes(stream.readNBytes(16384 if name.endswith(".gz") else 1024))
+                finally:
+                    stream.close()
+            except Exception as err:  # e.g. no permission
+                message = str(getattr(err, "java_exception", err)).splitlines()[0]
+                raise InputError(f"{name}: cannot be read ({message})") from None
+            problem = text_problem(name, head)
+            if problem:
+                raise InputError(f"{name}: {problem}")
+
+
+def listed_files(fs: Any, status: Any) -> Iterator[Any]:
+    """The files Spark reads for one glob match: the file, or a directory's non-hidden files."""
+    if not status.isDirectory():
+        yield status
+        return
+    files = fs.listFiles(status.getPath(), True)
+    while files.hasNext():
+        file = files.next()
+        if not file.getPath().getName().startswith(("_", ".")):
+            yield file
+
+
+def text_problem(name: str, head: bytes) -> str | None:
+    """What is wrong with a text file, judged by its first bytes, or None."""
+    if name.endswith(".gz") and head:
+        if not head.startswith(GZIP_MAGIC):
+            return f"not gzip data (named .gz, but it starts with bytes {head[:4].hex(' ')})"
+        try:  # the first KB of text; a stream cut short here is found by the full read
+            head = zlib.decompressobj(wbits=31).decompress(head, 1024)
+        except zlib.error as err:
+            return f"corrupt gzip data ({err})"
+    elif head.startswith(GZIP_MAGIC) and not name.endswith(COMPRESSED):
+        return "gzip data without a .gz name (Spark would read the compressed bytes): rename it"
+    elif name.endswith(COMPRESSED):
+        return None  # other codecs are not sniffed
+    encoding = utf16_or_32(head[:1024])
+    if encoding is None:
+        return None
+    found, iconv = encoding
+    return (
+        f"{found} text, sluice reads UTF-8: convert it first, e.g. "
+        f"iconv -f {iconv} -t UTF-8 IN > OUT (through zcat/gzip for .gz)"
+    )
+
+
+def utf16_or_32(head: bytes) -> tuple[str, str] | None:
+    """(what was found, iconv's name for it) for UTF-16/UTF-32 text, else None (UTF-8 with or
+    without a BOM, or anything else: invalid bytes are rejected per line later)."""
+    for bom, encoding, iconv in BOMS:
+        if head.startswith(bom):
+            return f"{encoding} (byte order mark {bom.hex(' ')})", iconv
+    # No BOM: mostly-ASCII UTF-16 has a NUL in every other byte. A UTF-8 file has NULs only
+    # in broken lines (rejected as nul_byte), never in a quarter of one byte position.
+    if len(head) < 64:
+        return None
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    for encoding, nuls, others in (("UTF-16LE", odd, even), ("UTF-16BE", even, odd)):
+        if nuls >= len(head) // 8 and others <= nuls // 8:
+            return f"{encoding} (no byte order mark, NUL bytes in every other byte)", encoding
+    return None
+
+
 # -- numbered lines ------------------------------------------------------------------------
 def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str, int]]:
     """(file, line, value) for every line of the file(s) at `path`, and lines per file.
@@ -87,9 +201,12 @@ def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str,
     Spark's text source has no line numbers. Each file split (block) is read in order by one
     task, so a line's number is its position in its block plus the lines of earlier blocks.
     The per-block counts are one small aggregate; the rest stays in the JVM.
+
+    Lines end at "\n", "\r\n" or a lone "\r" (old Mac files), as Python's and most tools'
+    line reading: Hadoop's line reader does that when no `lineSep` is set, also across splits.
     """
     try:
-        lines = spark.read.option("lineSep", "\n").text(path)
+        lines = spark.read.text(path)
     except Exception as err:  # AnalysisException: path does not exist
         raise InputError(f"cannot read {path}: {err}") from None
     lines = lines.select(
@@ -98,14 +215,21 @@ def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str,
         F.monotonically_increasing_id().alias("mid"),
         # Checked before any string function: those replace invalid bytes with U+FFFD.
         F.is_valid_utf8("value").alias("utf8_ok"),
-        # CRLF files: drop the CR the "\n" separator leaves behind.
-        F.regexp_replace("value", "\r$", "").alias("value"),
+        "value",
     )
-    blocks = (
-        lines.groupBy("file", "block")
-        .agg(F.min("mid").alias("first_mid"), F.count("*").alias("n"))
-        .collect()
+    counts = lines.groupBy("file", "block").agg(
+        F.min("mid").alias("first_mid"), F.count("*").alias("n")
     )
+    try:
+        # This pass reads every byte: a truncated or corrupt compressed file fails it. Spark
+        # would log the failed task's stack traces; the InputError below says it in one line.
+        with task_failures_muted(spark):
+            blocks = counts.collect()
+    except Exception as err:
+        problem = read_failure(err)
+        if problem is None:
+            raise
+        raise InputError(problem) from None
     offsets, per_file = [], {}
     for blk in sorted(blocks, key=lambda b: (b.file, b.block)):
         offsets.append((blk.file, blk.block, blk.first_mid, per_file.get(blk.file, 0)))
@@ -122,6 +246,45 @@ def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str,
         "utf8_ok",
     )
     return numbered, per_file
+
+
+# Loggers that print a failed task's stack trace (the executor's, in local mode this JVM).
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+)
+
+
+@contextmanager
+def task_failures_muted(spark: SparkSession) -> Iterator[None]:
+    """Spark's task-failure logging off for a block whose failures are reported otherwise."""
+    jvm = spark.sparkContext._jvm
+    log4j, configurator = jvm.org.apache.logging.log4j, jvm.org.apache.logging.log4j.core.config
+    before = {name: log4j.LogManager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS}
+    for name in before:
+        configurator.Configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        for name, level in before.items():
+            configurator.Configurator.setLevel(name, level)
+
+
+def read_failure(err: Exception) -> str | None:
+    """`file: what is wrong` for Spark's failure to read an input file, or None for others."""
+    java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+    path, cause = None, None
+    while java is not None:
+        spark_error = java.getClass().getName() == "org.apache.spark.SparkException"
+        if path is None and spark_error and str(java.getCondition()).startswith("FAILED_READ"):
+            path = unquote(str(java.getMessageParameters().get("path")))  # Spark URL-encodes
+        cause, java = java, java.getCause()
+    if path is None or cause is None:
+        return None
+    what = f"{cause.getClass().getSimpleName()}: {cause.getMessage()}"
+    if path.endswith(".gz"):
+        return f"{shown(path)}: truncated or corrupt gzip data ({what})"
+    return f"{shown(path)}: cannot be read ({what})"
 
 
 def line_problem(value: Column, utf8_ok: Column, max_line_chars: int) -> Column:

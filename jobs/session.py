@@ -8,6 +8,7 @@ metastore) come last.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import sys
@@ -15,9 +16,11 @@ import sys
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from jobs.config import ConfigError
 from udfs.paths import is_local_path, local_path
 
 METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
+CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 
 
 def lake_uri(root: str) -> str:
@@ -45,8 +48,6 @@ def session_conf(user: SparkConf, lake_root: str, conf: dict[str, str] | None) -
     defaults = {
         # Partition values such as corpus=2019 stay strings.
         "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
-        # Spark's progress bar on an interactive terminal only (never in logs).
-        "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower(),
     }
     if not user.contains(METASTORE_URIS) and METASTORE_URIS not in wanted:
         defaults.update(embedded_catalog_conf(lake_root))
@@ -70,15 +71,22 @@ def build_session(
     it in hive-site.xml) and the embedded Derby metastore is not used. `master` is for callers
     in Python (tests, benches); jobs take theirs from spark-submit."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    first = SparkContext._gateway is None  # no JVM of this process has opened a metastore yet
     user = user_spark_conf()
+    chosen = session_conf(user, lake_root, conf)
+    if first and CONNECTION_URL in chosen:
+        check_metastore_free(lake_root)
     builder = SparkSession.builder.enableHiveSupport()
     # Spark's placeholders (pyspark's, or spark-submit's script name) give way to ours.
     if user.get("spark.app.name") in (None, "pyspark-shell", os.path.basename(sys.argv[0])):
         builder = builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for key, value in session_conf(user, lake_root, conf).items():
+    for key, value in chosen.items():
         builder = builder.config(key, value)
+    # pyspark's launcher turns Spark's progress bar on for every Python process; sluice keeps it
+    # for terminals, where it helps, and out of logs and pipes, where it is noise.
+    builder = builder.config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SLUICE_SPARK_LOG_LEVEL", "WARN"))
     if is_local_path(lake_root):
@@ -89,13 +97,39 @@ def build_session(
     return spark
 
 
+def check_metastore_free(lake_root: str) -> None:
+    """Refuse, in one line and at once, a local lake whose embedded Derby metastore another
+    process has open: Derby lets one JVM in at a time, and the Hive client would otherwise
+    retry for ~40 s and fail with thousands of lines.
+
+    A booted Derby database holds an exclusive POSIX (fcntl) lock on `dbex.lck` (Java's
+    FileChannel.tryLock); flock(2) does not see it. A shared lockf probe fails while that lock
+    is held and succeeds once the holder has exited, whatever lock files it left behind."""
+    lock = os.path.join(local_path(lake_root), "metastore_db", "dbex.lck")
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:  # no metastore yet (or not readable: Derby will say what is wrong)
+        return
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        raise ConfigError(
+            f"the lake's metastore {os.path.dirname(lock)} is in use by another job or a "
+            "spark-sql shell (its embedded Derby database allows one process at a time): wait "
+            "for it to finish, or run concurrent jobs with a shared Hive metastore: "
+            f"--conf {METASTORE_URIS}=thrift://HOST:9083"
+        ) from None
+    finally:
+        os.close(fd)  # also drops the probe's lock
+
+
 def embedded_catalog_conf(lake_root: str) -> dict[str, str]:
     """Warehouse under the lake; for a local lake also an embedded Derby metastore there."""
     conf = {"spark.sql.warehouse.dir": f"{lake_uri(lake_root)}/warehouse"}
     if is_local_path(lake_root):
         root = local_path(lake_root)
         os.makedirs(root, exist_ok=True)
-        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+        conf[CONNECTION_URL] = (
             f"jdbc:derby:;databaseName={root}/metastore_db;create=true"
         )
     return conf

@@ -119,5 +119,6 @@ def test_a_model_that_is_nowhere_fails_fast_on_the_driver(cluster, tmp_path):
     done = submit_to(cluster.url, "translate", "--model", "no-such-model", "--direction", "zh-en",
                      "--lake", str(tmp_path / "lake"), spark_args=EXECUTORS)
     assert done.returncode == 2
-    (line,) = [x for x in done.stderr.splitlines() if x.startswith("sluice: error:")]
+    said = done.stdout + done.stderr  # spark-submit passes the driver's stderr to stdout
+    (line,) = [x for x in said.splitlines() if x.startswith("sluice: error:")]
     assert "no-such-model not found" in line and "--archives" in line

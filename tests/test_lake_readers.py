@@ -95,13 +95,13 @@ def test_a_run_id_that_committed_is_refused(lake) -> None:
     corpus, path = next(iter(lake["first"].items()))
     done = filter_corpus(lake["lake"], "other", path, "first-0")
     assert done.returncode == 2
-    assert "run id first-0 has already committed" in done.stderr
+    assert "run id first-0 has already committed" in done.stdout + done.stderr
     assert catalog_counts(lake["lake"]) == lake["after_first"]  # nothing wiped
 
 
 def test_run_ids_outside_the_lake_are_refused(lake) -> None:
     done = filter_corpus(lake["lake"], "x", lake["first"]["新闻"], "../../escape")
-    assert done.returncode == 2 and "run id '../../escape'" in done.stderr
+    assert done.returncode == 2 and "run id '../../escape'" in done.stdout + done.stderr
     assert not (lake["root"] / "escape").exists()
 
 

@@ -1,0 +1,33 @@
+"""A long stage is never silent: its start, a heartbeat with Spark's task counts, and its end
+are logged (jobs/progress.py)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+from jobs.progress import LOGGER, setup_logging, stage
+
+
+def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:
+    slow = F.udf(lambda x: time.sleep(0.3) or x, LongType())
+    setup_logging()
+    LOGGER.propagate = True  # let caplog see the `sluice` logger
+    try:
+        with (caplog.at_level(logging.INFO, logger="sluice"),
+              stage(spark, "test", "slow zh-en/news", heartbeat_s=0.5)):
+            spark.range(0, 8, numPartitions=4).select(slow("id")).collect()
+    finally:
+        LOGGER.propagate = False
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "slow zh-en/news: started"
+    beats = [x for x in lines if "tasks" in x]
+    assert beats and all(x.startswith("slow zh-en/news: ") for x in beats), lines
+    assert any("/4 tasks" in x for x in beats), beats
+    assert lines[-1].startswith("slow zh-en/news: done in ")
+    assert spark.sparkContext.getLocalProperty("spark.job.description") is None
+    # Spark's progress bar is for terminals only; tests and logs do not get it.
+    assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
