@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from jobs.config import ConfigError, FilterConfig, load_config
 from jobs.ingest import read_input, union_all
-from jobs.lake import Flip, Lake, write_staged
+from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.layout import Layout
 from jobs.models import for_executors
 from jobs.pair_scores import align_stage, embed_stage, train_aligner
@@ -216,7 +216,7 @@ class FilterRun:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     spark, lake = open_lake("sluice-filter", cfg)
-    run_id = args.run_id or new_run_id(cfg.hash())
+    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
     inputs = [inp.model_dump() for inp in cfg.inputs]
     job = FilterRun(spark, lake, cfg, run_id)
     raw = job.read_inputs()  # input errors (e.g. Moses line counts) fail here: nothing written

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from jobs.config import ConfigError
 from jobs.progress import log
 from jobs.session import lake_uri
 from udfs.paths import is_local_path, local_path
@@ -64,7 +65,7 @@ def partition_spec(partition: dict[str, str]) -> str:
 def check_run_id(run_id: str) -> str:
     """A run id names a directory: letters, digits, `.`, `_`, `-`; no path tricks."""
     if not RUN_ID.fullmatch(run_id) or ".." in run_id:
-        raise ValueError(
+        raise ConfigError(
             f"run id {run_id!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
             "a letter or digit, without '..'"
         )

@@ -136,10 +136,7 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     """Record the run as running, execute it, commit its flips with the `succeeded` record in
     one commit; on any failure record it failed (nothing of it becomes visible) and re-raise.
     Then print how to look at it: `query` through spark-sql on this lake."""
-    try:
-        check_run_id(run_id)
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
+    check_run_id(run_id)
     if lake.succeeded(run_id):
         raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
                           "give a new --run-id (or none: one is made up)")

@@ -29,7 +29,7 @@ from pyspark.sql.types import StructType
 
 from jobs.config import ConfigError
 from jobs.ingest import InputError, union_all
-from jobs.lake import Flip, Lake, write_staged
+from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.models import for_executors
 from jobs.progress import log
 from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
@@ -359,7 +359,7 @@ class TranslateRun:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     spark, lake = open_lake("sluice-translate", cfg)
-    run_id = args.run_id or new_run_id(cfg.hash())
+    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
     job = TranslateRun(spark, lake, cfg, run_id)
     streams = [job.open_stream(s) for s in cfg.streams]  # bad input fails before any write
     inputs = [{"stream": s.conf.name, "table": cfg.input_table(s.conf), "model": s.model}

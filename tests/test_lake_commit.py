@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from jobs.config import ConfigError
 from jobs.lake import MARKER, Flip, Lake, check_run_id, gc
 
 TABLE = "commit_probe"
@@ -161,5 +162,5 @@ def test_gc_keeps_what_tables_point_at(lake: Lake) -> None:
 
 @pytest.mark.parametrize("bad", ["../../x", "a/b", "", ".hidden", "a..b", "x" * 200])
 def test_run_ids_name_one_directory(bad: str) -> None:
-    with pytest.raises(ValueError, match="run id"):
+    with pytest.raises(ConfigError, match="run id"):
         check_run_id(bad)
