@@ -5,6 +5,8 @@ Spark escapes in paths (`:`, `#`, non-ASCII) keep their rows; a run id is never 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import duckdb
 import pyarrow.dataset as ds
 import pytest
 import yaml
-from integration_helpers import query_lake, spark_env, spark_submit, submit_to
+from integration_helpers import BIN, REPO, query_lake, spark_env, spark_submit, submit_to
 
 CORPORA = ["opus:2024", "wmt#21", "新闻"]
 
@@ -93,6 +95,34 @@ def test_escaped_corpus_names_keep_their_rows(lake) -> None:
 
 
 def test_plain_readers_see_what_the_catalog_shows(lake) -> None:
+    assert plain_counts(lake["lake"]) == lake["after_first"]
+
+
+def test_the_readme_reads_the_lake_as_printed(lake) -> None:
+    """The README's pyarrow/duckdb/pandas/polars snippet, run as printed beside the lake."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Reading the lake without Spark", 1)[1]
+    script = section.split("```\n", 2)[1].split("```", 1)[0]
+    env = dict(spark_env(), PATH=f"{BIN}:/usr/bin:/bin")  # `python` is the venv's
+    done = subprocess.run(["bash", "-c", script], cwd=lake["root"], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for corpus in CORPORA:
+        assert f"{corpus}" in done.stdout, done.stdout
+
+
+def test_training_reads_the_table_directory(lake) -> None:
+    from training.data import read_parquet
+
+    rows = list(read_parquet([str(lake["lake"] / "tables" / "bitext")], "zh-en"))
+    assert len(rows) == sum(lake["after_first"]["bitext_clean"].values())
+
+
+def test_gc_command_keeps_the_tables(lake) -> None:
+    done = subprocess.run([sys.executable, "-m", "jobs.lake", "gc", "--lake", str(lake["lake"])],
+                          cwd=REPO, env=spark_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "unreferenced directories" in done.stdout
     assert plain_counts(lake["lake"]) == lake["after_first"]
 
 
