@@ -1,5 +1,9 @@
 """Typed job configuration: conf/defaults.yaml, then a pair/demo file (`extends` chains),
-then command-line flags and `--set a.b=c` overrides. Unknown keys are errors."""
+then command-line flags and `--set a.b=c` overrides. Unknown keys are errors.
+
+Defaults live in the YAML. A field whose default is also written here must agree with it
+(tests/test_rules.py checks); the rules' settings (`rules:`, `langid:`) have no default
+here at all: their fields come from the rule registry, udfs/rules.py."""
 
 from __future__ import annotations
 
@@ -10,7 +14,17 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from udfs.rules import BY_NAME, RULE_NAMES, Rule, settings
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 DEFAULTS = CONF_DIR / "defaults.yaml"
@@ -62,17 +76,6 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Range(Strict):
-    min: float
-    max: float
-
-    @model_validator(mode="after")
-    def ordered(self) -> Range:
-        if self.min > self.max:
-            raise ValueError(f"min {self.min} is above max {self.max}")
-        return self
-
-
 class LakeConf(Strict):
     root: str = "./lake"
     database: str = "sluice"
@@ -81,7 +84,7 @@ class LakeConf(Strict):
 class SparkConf(Strict):
     """Spark settings a job fills in where the user gave Spark none (jobs/session.py)."""
 
-    conf: dict[str, str] = Field(default_factory=dict)
+    conf: dict[str, str]
     partitions_per_core: int = Field(3, ge=1)  # rows spread over cores x this after ingest
 
     @model_validator(mode="before")
@@ -138,58 +141,46 @@ class DedupConf(Strict):
     target_side: bool = False
 
 
-PAIR_ONLY_RULES = ("identical", "token_ratio", "langid_tgt")  # skipped on monolingual runs
-RULE_NAMES = (
-    "empty",
-    "identical",
-    "url_email_html",
-    "special_chars",
-    "too_many_tokens",
-    "long_word",
-    "token_ratio",
-    "char_word_ratio",
-    "punct_share",
-    "unbalanced_brackets",
-    "langid_src",
-    "langid_tgt",
-)
+def with_rule_settings(base: type[M], section: str) -> type[M]:
+    """`base` plus a field for each setting the rules read from `section:` (udfs/rules.py),
+    without a default: conf/defaults.yaml holds every one."""
+    fields: dict[str, Any] = {
+        s.name: (s.type, Field(description=s.doc)) for s in settings(section).values()
+    }
+    return create_model(base.__name__.removesuffix("Base"), __base__=base, **fields)
 
 
-class RulesConf(Strict):
-    order: list[str] = Field(default_factory=lambda: list(RULE_NAMES))
-    max_tokens: int = 120
-    max_word_chars: int = 40
-    token_ratio: Range = Range(min=0.3, max=3.0)
-    char_word_ratio: Range = Range(min=1.5, max=12.0)
-    char_word_ratio_by_lang: dict[str, Range] = Field(default_factory=dict)
-    max_punct_share: float = 0.3
-    special_patterns: dict[str, str] = Field(default_factory=dict)
+class RulesConfBase(Strict):
+    """`rules:`: which rules run, in what order, then each rule's settings (derived)."""
 
-    @field_validator("order")
-    @classmethod
-    def known_rules(cls, order: list[str]) -> list[str]:
-        unknown = [r for r in order if r not in RULE_NAMES]
-        if unknown:
-            raise ValueError(f"unknown rule(s) {unknown}; known: {list(RULE_NAMES)}")
-        return order
+    order: list[str]  # the rules that run, in this order: the first failing one rejects a row
+    disabled: list[str]  # rules that do not run (wherever `order` lists them)
 
-    def char_word_range(self, lang: str) -> Range:
-        return self.char_word_ratio_by_lang.get(lang, self.char_word_ratio)
+    @model_validator(mode="after")
+    def every_rule_placed(self) -> RulesConfBase:
+        for name in (*self.order, *self.disabled):
+            if name not in BY_NAME:
+                raise ValueError(f"unknown rule {name!r}; known: {', '.join(RULE_NAMES)}")
+        twice = sorted({name for name in self.order if self.order.count(name) > 1})
+        if twice:
+            raise ValueError(f"rules.order lists {', '.join(twice)} twice")
+        missing = [name for name in RULE_NAMES if name not in (*self.order, *self.disabled)]
+        if missing:
+            raise ValueError(
+                f"rules.order leaves out {', '.join(missing)} (and rules.disabled does not "
+                "list it): list each rule in `order` where it should run, or in `disabled`"
+            )
+        return self
 
 
-class LangidConf(Strict):
-    model: str = "models/lid.176.ftz"
-    min_prob: float = 0.5
-    min_chars: int = 20
-    min_chars_by_lang: dict[str, int] = Field(default_factory=dict)
-    min_script_share: float = 0.5
-    accept: dict[str, list[str]] = Field(default_factory=dict)
+class LangidConfBase(Strict):
+    """`langid:`: the model, then the langid rules' settings (derived)."""
 
-    def min_chars_for(self, lang: str) -> int:
-        return self.min_chars_by_lang.get(lang, self.min_chars)
+    model: str  # fastText lid.176 (udfs/langid.py), used by the side pass (udfs/sides.py)
 
-    def accepted_labels(self, lang: str) -> list[str]:
-        return self.accept.get(lang, [lang])
+
+RulesConf = with_rule_settings(RulesConfBase, "rules")
+LangidConf = with_rule_settings(LangidConfBase, "langid")
 
 
 class AlignConf(Strict):
@@ -218,7 +209,7 @@ class EmbeddingConf(Strict):
 
     enabled: bool = False
     encoder: str = "use-multilingual"  # a key of `encoders`
-    encoders: dict[str, EncoderConf] = Field(default_factory=dict)
+    encoders: dict[str, EncoderConf]
     device: Literal["auto", "cpu", "cuda"] = "auto"
     margin_k: int = Field(0, ge=0)  # >0: also a ratio-margin score over k nearest neighbours
 
@@ -242,7 +233,7 @@ class JobConfig(Strict):
     Every job has a lake and a Spark session."""
 
     lake: LakeConf = LakeConf()
-    spark: SparkConf = SparkConf()
+    spark: SparkConf
 
     def resolved(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -259,10 +250,10 @@ class FilterConfig(JobConfig):
     ingest: IngestConf = IngestConf()
     normalize: NormalizeConf = NormalizeConf()
     dedup: DedupConf = DedupConf()
-    rules: RulesConf = RulesConf()
-    langid: LangidConf = LangidConf()
+    rules: RulesConf
+    langid: LangidConf
     align: AlignConf = AlignConf()
-    embedding: EmbeddingConf = EmbeddingConf()
+    embedding: EmbeddingConf
 
     @field_validator("pair")
     @classmethod
@@ -318,11 +309,25 @@ class FilterConfig(JobConfig):
         return [("src", src)] if self.mono else [("src", src), ("tgt", tgt)]
 
     @property
+    def rules_run(self) -> list[Rule]:
+        """The rules that run, in `rules.order`: not those in `rules.disabled`, nor on
+        monolingual text the pair-only ones."""
+        on = [BY_NAME[name] for name in self.rules.order if name not in self.rules.disabled]
+        return [rule for rule in on if not (self.mono and rule.pair_only)]
+
+    @property
     def rule_order(self) -> list[str]:
-        """The configured rules that apply: pair-only ones are skipped on monolingual text."""
-        if not self.mono:
-            return self.rules.order
-        return [r for r in self.rules.order if r not in PAIR_ONLY_RULES]
+        return [rule.name for rule in self.rules_run]
+
+    @property
+    def rule_settings(self) -> dict[str, Any]:
+        """Every rule setting by name (from `rules:` and `langid:`), as the rules read them."""
+        sections = {"rules": self.rules, "langid": self.langid}
+        return {
+            name: getattr(conf, name)
+            for section, conf in sections.items()
+            for name in settings(section)
+        }
 
 def deep_merge(base: dict, override: dict) -> dict:
     merged = dict(base)

@@ -1,6 +1,7 @@
 """Which tables a filter run writes, and the shape of their rows: bitext (pairs) or
 monolingual text. The stages work on one internal shape (`pair`, `src`, `tgt`, `src_*`
-scores); a monolingual run's rows are renamed to their own shape only when written."""
+scores; a monolingual run has a null `tgt` and only the source side's scores); its rows are
+renamed to their own shape only when written, score columns as udfs/rules.py names them."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-PAIR_COLUMNS = frozenset({"tgt", "file_tgt", "token_ratio", "identical"})
-MONO_RENAMES = {"pair": "lang", "src": "text", "src_lang": "lid_lang", "src_lang_prob": "lid_prob"}
+from udfs.rules import monolingual_names
+
+TARGET_COLUMNS = frozenset({"tgt", "file_tgt"})  # a monolingual table has no target side
+MONO_RENAMES = {"pair": "lang", "src": "text"}  # and the scores' names: udfs/rules.py
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,13 @@ class Layout:
         return "lang" if self.mono else "pair"
 
     def outward(self, df: DataFrame) -> DataFrame:
-        """Rows as the tables hold them. Monolingual: no target-side columns, `text` for
-        `src`, `lang` for `pair`, score columns without their `src_` prefix."""
+        """Rows as the tables hold them. Monolingual: no `tgt`/`file_tgt`, `text` for `src`,
+        `lang` for `pair`, score columns by their monolingual names (udfs/rules.py)."""
         if not self.mono:
             return df
-        kept = [c for c in df.columns if c not in PAIR_COLUMNS and not c.startswith("tgt_")]
-        return df.select(*[F.col(c).alias(mono_name(c)) for c in kept])
+        names = MONO_RENAMES | monolingual_names()
+        kept = [c for c in df.columns if c not in TARGET_COLUMNS]
+        return df.select(*[F.col(c).alias(names.get(c, c)) for c in kept])
 
     def inward(self, df: DataFrame) -> DataFrame:
         """Raw rows read back from the lake, in the stages' shape."""
@@ -54,9 +58,3 @@ class Layout:
         cols = [F.col(c).alias(back.get(c, c)) for c in df.columns]
         none = F.lit(None).cast("string")
         return df.select(*cols, none.alias("tgt"), none.alias("file_tgt"))
-
-
-def mono_name(column: str) -> str:
-    if column in MONO_RENAMES:
-        return MONO_RENAMES[column]
-    return column.removeprefix("src_")

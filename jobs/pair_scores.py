@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig
-from jobs.stages import ALIGN_RULE, EMBED_RULES, alive, reject_where
+from jobs.stages import ALIGN_RULE, alive, embed_rules, reject_where
 
 
 def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, str]]:
@@ -69,7 +69,10 @@ def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     enc = emb.chosen
     spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
     df = add_embedding_scores(df, spec, alive(), emb.margin_k)
-    df = reject_where(df, F.col(COSINE) < enc.min_cosine_for(cfg.pair), *EMBED_RULES[0])
-    if emb.margin_k > 0 and enc.min_margin is not None:
-        df = reject_where(df, F.col(MARGIN) < enc.min_margin, *EMBED_RULES[1])
+    for rule in embed_rules(cfg):  # the cosine, then the margin when it has a threshold
+        if rule == "embed_cosine":
+            low = F.col(COSINE) < enc.min_cosine_for(cfg.pair)
+        else:
+            low = F.col(MARGIN) < enc.min_margin
+        df = reject_where(df, low, "embed", rule)
     return df

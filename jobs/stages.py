@@ -1,8 +1,10 @@
-"""The filter job's stages over a DataFrame of raw rows: normalize, score, decide, dedup."""
+"""The filter job's stages over a DataFrame of raw rows: normalize, score, decide, dedup; and
+`STAGES`, the one ordered list of the filter's stages with the rules each rejects rows by."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from pyspark.sql import Column, DataFrame, Window
@@ -10,15 +12,14 @@ from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig, NormalizeConf
 from udfs import normalize as N
+from udfs import rules as registry
 from udfs.dedup import dedup_key
 from udfs.moses_punct import moses_punct_normalize
-from udfs.rules import RULE_STAGE, first_failure, score_columns
 from udfs.sides import SIDE_SCHEMA, SideOptions, side_analyzer
 
 CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
 ALIGN_RULE = ("align", "align_coverage")
-EMBED_RULES = [("embed", "embed_cosine"), ("embed", "embed_margin")]
 
 
 def alive() -> Column:
@@ -74,6 +75,28 @@ def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) 
     )
 
 
+def rule_row(cfg: FilterConfig) -> registry.Row:
+    """The run's sides and rule settings, as the rules of udfs/rules.py see them."""
+    src, tgt = cfg.langs
+    sides = registry.Side("src", src), registry.Side("tgt", tgt)
+    return registry.Row(*sides, mono=cfg.mono, settings=cfg.rule_settings)
+
+
+def score_columns(cfg: FilterConfig) -> dict[str, Column]:
+    """The score columns of the rules that run (udfs/rules.py), in the order they are stored."""
+    return registry.score_columns(cfg.rules_run, rule_row(cfg))
+
+
+def rule_failures(cfg: FilterConfig) -> dict[str, Column]:
+    """Each rule that runs -> true where a row fails it (null counts as passing)."""
+    return registry.rule_failures(cfg.rules_run, rule_row(cfg))
+
+
+def first_failure(cfg: FilterConfig) -> Column:
+    """The first rule in `rules.order` a row fails, or null."""
+    return registry.first_failure(cfg.rules_run, rule_row(cfg))
+
+
 def score_and_decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     """Every score column, then `reject_stage`/`reject_rule` (ingest error, else the first
     failing rule)."""
@@ -81,9 +104,9 @@ def score_and_decide(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     scores = {name: F.when(ok, expr) for name, expr in score_columns(cfg).items()}
     df = df.withColumns(scores).drop("src_a", "tgt_a")
     rule = F.coalesce(F.col("ingest_error"), first_failure(cfg))
-    stage_of_rule = F.create_map(*[F.lit(x) for kv in RULE_STAGE.items() for x in kv])
+    stage_of_rule = F.create_map(*[F.lit(x) for r in registry.RULES for x in (r.name, r.stage)])
     stage = F.when(F.col("ingest_error").isNotNull(), F.lit("ingest")).when(
-        rule.isNotNull(), F.coalesce(stage_of_rule[rule], F.lit("rules"))
+        rule.isNotNull(), stage_of_rule[rule]
     )
     return df.withColumn("reject_rule", rule).withColumn("reject_stage", stage).drop("ingest_error")
 
@@ -132,19 +155,40 @@ def _mark_duplicates(df: DataFrame, rule: str, key: Column) -> DataFrame:
     return reject_where(df, is_dup, "dedup", rule).drop("_group", "_survivor")
 
 
-def pair_score_rules(cfg: FilterConfig) -> list[tuple[str, str]]:
-    """(stage, rule) of the enabled pair scorers (jobs/pair_scores.py), in order."""
-    rules = [ALIGN_RULE] if cfg.align.enabled else []
-    if cfg.embedding.enabled:
-        rules.append(EMBED_RULES[0])
-        if cfg.embedding.margin_k > 0 and cfg.embedding.chosen.min_margin is not None:
-            rules.append(EMBED_RULES[1])
-    return rules
+def embed_rules(cfg: FilterConfig) -> list[str]:
+    """The embedding scorer's rules (jobs/pair_scores.py): the cosine, then with neighbours
+    (`margin_k`) and a threshold for it, the margin."""
+    emb = cfg.embedding
+    if not emb.enabled:
+        return []
+    margin = emb.margin_k > 0 and emb.chosen.min_margin is not None
+    return ["embed_cosine", "embed_margin"] if margin else ["embed_cosine"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage of the filter run and `rules(cfg)`: the (reject_stage, reject_rule) values it
+    can give a row under `cfg`, in the order rows meet them."""
+
+    name: str
+    rules: Callable[[FilterConfig], list[tuple[str, str]]]
+
+
+# The filter's stages in the order rows go through them: jobs/filter.py runs them in this
+# order, each rejecting by the rules listed here, and filter_stats and the funnel list those
+# rules in this order (`rule_sequence`).
+STAGES: tuple[Stage, ...] = (
+    Stage("ingest", lambda cfg: [("ingest", e) for e in INGEST_ERRORS]),  # jobs/ingest.py
+    Stage("normalize", lambda cfg: []),
+    # The heuristic and language-ID rules decide together: the first failing rule in
+    # `rules.order` rejects a row, under the rule's own stage (udfs/rules.py).
+    Stage("rules", lambda cfg: [(rule.stage, rule.name) for rule in cfg.rules_run]),
+    Stage("dedup", lambda cfg: [("dedup", rule) for rule in dedup_rules(cfg)]),
+    Stage("align", lambda cfg: [ALIGN_RULE] if cfg.align.enabled else []),
+    Stage("embed", lambda cfg: [("embed", rule) for rule in embed_rules(cfg)]),
+)
 
 
 def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
     """(stage, rule) in the order rows meet them, for stats and the funnel."""
-    ingest = [("ingest", e) for e in INGEST_ERRORS]
-    rules = [(RULE_STAGE.get(r, "rules"), r) for r in cfg.rule_order]
-    dedups = [("dedup", r) for r in dedup_rules(cfg)]
-    return ingest + rules + dedups + pair_score_rules(cfg)
+    return [step for stage in STAGES for step in stage.rules(cfg)]

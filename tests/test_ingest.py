@@ -72,7 +72,7 @@ def test_monolingual_parquet_and_text_inputs(spark, tmp_path: Path, data_dir: Pa
     decided = score_and_decide(normalize_and_analyze(raw, cfg, MODEL), cfg)
     rules = {r.line: r.reject_rule for r in decided.collect()}
     assert rules[5] == "empty" and [rules[i] for i in range(1, 5)] == [None] * 4
-    assert "tgt_chars" in decided.columns  # internal shape; the mono tables drop it (layout)
+    assert "src_chars" in decided.columns and "tgt_chars" not in decided.columns  # one side
 
     text = tmp_path / "mono.txt"
     text.write_text("One line.\n\tTabs stay in the text\tof a monolingual line.\n", "utf-8")

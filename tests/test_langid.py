@@ -31,9 +31,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobs.config import load_config
+from jobs.stages import rule_failures, score_columns
 from udfs.chinese import to_simplified
 from udfs.langid import correct_label, identify, load_model
-from udfs.rules import rule_failures, score_columns
 from udfs.sides import SideOptions, analyze_texts, side_analyzer
 
 REPO = Path(__file__).resolve().parent.parent

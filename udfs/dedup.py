@@ -3,13 +3,22 @@ digits insensitive)."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from jobs.config import DedupConf
+
+class KeyOptions(Protocol):
+    """What the key ignores (jobs/config.py DedupConf has these)."""
+
+    ignore_case: bool
+    ignore_whitespace: bool
+    ignore_punctuation: bool
+    ignore_digits: bool
 
 
-def dedup_key(col: Column, conf: DedupConf) -> Column:
+def dedup_key(col: Column, conf: KeyOptions) -> Column:
     if conf.ignore_case:
         col = F.lower(col)
     if conf.ignore_punctuation:

@@ -1,17 +1,37 @@
-"""The heuristic rules: each computes named score columns (stored), then a rule compares a
-score with thresholds from config. Score, then decide (DESIGN §4).
+"""The heuristic rules, each one small declarative unit (`Rule`) in one registry (`RULES`).
 
-`score_columns` needs the normalized `src`/`tgt` and the per-side analysis structs
-`src_a`/`tgt_a` (udfs/sides.py). `rule_failures` maps each rule name to a boolean Column
-over those scores; the first failing rule in configured order becomes `reject_rule`.
+Score, then decide (DESIGN §4): a rule stores score columns, Spark Column expressions the JVM
+computes, and fails a row by comparing those stored scores with its settings, so a threshold
+can be re-tuned later in SQL. A `Rule` is all there is to a rule: its name, its stage, whether
+it needs both sides (`pair_only`: skipped on monolingual text), its scores (per side, or of
+the row), its failure predicate and its settings (the keys it reads from the config, with
+what they mean; their values, with where each comes from, live only in conf/defaults.yaml).
+
+Derived from `RULES`: the rule names, the `rules:` and `langid:` config models
+(jobs/config.py), each rule's stage in filter_stats and the funnel (jobs/stages.py) and the
+monolingual tables' column names (jobs/layout.py). `RULES` is also the order score columns
+are stored in; the order rules run in is the config's `rules.order`.
+
+Adding a rule: a `Rule` in `RULES`; in conf/defaults.yaml its name in `rules.order` (where
+it runs; also in `rules.disabled` to ship it off) and its settings' defaults; a test on real
+text in tests/test_rules.py.
+
+Scores read the normalized `src`/`tgt` and the per-side analysis structs `src_a`/`tgt_a`
+(udfs/sides.py), never each other (they are computed side by side); predicates read scores.
+This module imports nothing from jobs/: rules see their settings as a plain mapping.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
+from typing import Any, ClassVar
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from jobs.config import FilterConfig
 from udfs.normalize import ATTRIBUTES
 
 # Opening/closing forms counted together, so `（ABC)` balances.
@@ -113,84 +133,368 @@ def special_match(src: Column, tgt: Column, patterns: dict[str, str]) -> Column:
     return F.coalesce(*hits) if hits else F.lit(None).cast("string")
 
 
-def score_columns(cfg: FilterConfig) -> dict[str, Column]:
-    src, tgt = F.col("src"), F.col("tgt")
-    src_lang, tgt_lang = cfg.langs
-    src_tokens, tgt_tokens = F.col("src_a.n_tokens"), F.col("tgt_a.n_tokens")
-    return {
-        "src_chars": F.length(src),
-        "tgt_chars": F.length(tgt),
+def digit_share(col: Column) -> Column:
+    """Digits (any script's) over the non-space characters."""
+    chars = nonspace_chars(col)
+    digits = F.length(col) - F.length(F.regexp_replace(col, r"\p{Nd}", ""))
+    return F.when(chars > 0, digits / chars)
+
+
+# --- What a rule is ------------------------------------------------------------------------
+
+Settings = Mapping[str, Any]  # a setting's name -> its configured value
+
+
+@dataclass(frozen=True)
+class Range:
+    """A closed interval for a score: `{min: 0.3, max: 3.0}` in YAML."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}  # no stray keys
+    min: float
+    max: float
+
+    def __post_init__(self) -> None:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+
+    def outside(self, col: Column) -> Column:
+        return (col < self.min) | (col > self.max)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A key a rule reads from `section:` of the config, its type (validated by pydantic) and
+    what it means. Its default, and where that comes from, is in conf/defaults.yaml."""
+
+    name: str
+    type: Any
+    doc: str
+    section: str = "rules"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a row, `src` or `tgt`, and its language."""
+
+    name: str
+    lang: str
+
+    @property
+    def text(self) -> Column:
+        return F.col(self.name)
+
+    def analysis(self, key: str) -> Column:
+        """A field of the side's analysis struct (udfs/sides.py SIDE_SCHEMA)."""
+        return F.col(f"{self.name}_a.{key}")
+
+    def score(self, name: str) -> Column:
+        """This side's stored score `name` (a `SideScores` column)."""
+        return F.col(f"{self.name}_{name}")
+
+
+@dataclass(frozen=True)
+class Row:
+    """What scores and predicates see: both sides (a monolingual run's `tgt` is null), whether
+    the run is monolingual, and every rule setting by name."""
+
+    src: Side
+    tgt: Side
+    mono: bool
+    settings: Settings
+
+    @property
+    def sides(self) -> tuple[Side, ...]:
+        """The sides the run has."""
+        return (self.src,) if self.mono else (self.src, self.tgt)
+
+    def largest(self, score: str) -> Column:
+        """The largest of the sides' score `score` (nulls ignored)."""
+        cols = [side.score(score) for side in self.sides]
+        return F.greatest(*cols) if len(cols) > 1 else cols[0]
+
+    def any_side(self, fails: Callable[[Side], Column]) -> Column:
+        return reduce(or_, [fails(side) for side in self.sides])
+
+
+@dataclass(frozen=True)
+class SideScores:
+    """Scores of each side the run has (of those in `sides`): `exprs` maps a name to its
+    expression over one side, stored as `src_<name>` ... then `tgt_<name>` .... A monolingual
+    table stores the source's under `mono_names` (by default the bare name)."""
+
+    exprs: Mapping[str, Callable[[Side], Column]]
+    mono_names: Mapping[str, str] = field(default_factory=dict)
+    sides: tuple[str, ...] = ("src", "tgt")
+
+    def columns(self, row: Row) -> dict[str, Column]:
+        return {
+            f"{side.name}_{name}": expr(side)
+            for side in row.sides
+            if side.name in self.sides
+            for name, expr in self.exprs.items()
+        }
+
+    def monolingual(self) -> dict[str, str]:
+        if "src" not in self.sides:
+            return {}
+        return {f"src_{name}": self.mono_names.get(name, name) for name in self.exprs}
+
+
+@dataclass(frozen=True)
+class RowScore:
+    """A score of the row as a whole, one column under its name (on monolingual text the
+    expression sees a null `tgt`)."""
+
+    name: str
+    expr: Callable[[Row], Column]
+
+    def columns(self, row: Row) -> dict[str, Column]:
+        return {self.name: self.expr(row)}
+
+    def monolingual(self) -> dict[str, str]:
+        return {}  # kept as it is
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One heuristic rule. `fails` is true where a row fails it (null counts as passing)."""
+
+    name: str
+    doc: str
+    scores: tuple[SideScores | RowScore, ...]
+    fails: Callable[[Row], Column]
+    settings: tuple[Setting, ...] = ()
+    stage: str = "rules"  # filter_stats' and reject_stage's name for where it rejects
+    pair_only: bool = False  # needs both sides: skipped on monolingual text
+
+
+# --- The rules -----------------------------------------------------------------------------
+# Scores used by more than one rule are declared once and listed by each.
+
+CHARS = SideScores({"chars": lambda s: F.length(s.text)})
+TOKENS = SideScores({"tokens": lambda s: s.analysis("n_tokens")})
+SCRIPT_SHARE = SideScores({"script_share": lambda s: script_share(s.text, s.lang)})
+LANG = SideScores(  # fastText lid.176's top label and its probability (udfs/langid.py)
+    {"lang": lambda s: s.analysis("lang"), "lang_prob": lambda s: s.analysis("lang_prob")},
+    mono_names={"lang": "lid_lang", "lang_prob": "lid_prob"},
+)
+
+LANGID_SETTINGS = (
+    Setting("min_prob", float, "a side's top language needs at least this probability", "langid"),
+    Setting("min_chars", int, "below this many characters only the script is checked", "langid"),
+    Setting("min_chars_by_lang", dict[str, int], "min_chars per language", "langid"),
+    Setting("min_script_share", float, "least share of letters in the script", "langid"),
+    Setting("accept", dict[str, list[str]], "lid.176 labels accepted per language", "langid"),
+)
+
+
+def wrong_language(row: Row, side: Side) -> Column:
+    """Wrong script, or (on text long enough for fastText) wrong language / low probability."""
+    s = row.settings
+    accepted = s["accept"].get(side.lang, [side.lang])
+    min_chars = s["min_chars_by_lang"].get(side.lang, s["min_chars"])
+    wrong = ~side.score("lang").isin(accepted)
+    unsure = side.score("lang_prob") < s["min_prob"]
+    long_enough = side.score("chars") >= min_chars
+    return (side.score("script_share") < s["min_script_share"]) | (long_enough & (wrong | unsure))
+
+
+def char_word_range(row: Row, side: Side) -> Range:
+    return row.settings["char_word_ratio_by_lang"].get(side.lang, row.settings["char_word_ratio"])
+
+
+# In the order their scores are stored (the run order is `rules.order`).
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "empty",
+        "A side is empty (a null side too: it cannot pass as clean).",
+        scores=(CHARS,),
+        fails=lambda row: row.any_side(lambda s: F.coalesce(s.score("chars"), F.lit(0)) == 0),
+    ),
+    Rule(
+        "identical",
+        "Both sides are the same text, ignoring case.",
         # Lowercasing keeps a line's length (outside a few letters such as U+0130), so the
         # length test spares nearly every row the two lower() calls.
-        "identical": (F.length(src) == F.length(tgt)) & (F.lower(src) == F.lower(tgt)),
-        "src_tokens": src_tokens,
-        "tgt_tokens": tgt_tokens,
-        "src_max_word_chars": F.col("src_a.max_token_chars"),
-        "tgt_max_word_chars": F.col("tgt_a.max_token_chars"),
-        "token_ratio": F.when(tgt_tokens > 0, src_tokens / tgt_tokens),
-        "src_char_word_ratio": F.when(src_tokens > 0, nonspace_chars(src) / src_tokens),
-        "tgt_char_word_ratio": F.when(tgt_tokens > 0, nonspace_chars(tgt) / tgt_tokens),
-        "src_punct_share": punct_share(src),
-        "tgt_punct_share": punct_share(tgt),
-        "bracket_mismatch": bracket_mismatch(src) + bracket_mismatch(tgt),
-        "url_email_html": first_match(src, tgt, URL_EMAIL_HTML, URL_EMAIL_HTML_GUARD),
-        "special_chars": special_match(src, tgt, cfg.rules.special_patterns),
-        "src_script_share": script_share(src, src_lang),
-        "tgt_script_share": script_share(tgt, tgt_lang),
-        "src_lang": F.col("src_a.lang"),
-        "src_lang_prob": F.col("src_a.lang_prob"),
-        "tgt_lang": F.col("tgt_a.lang"),
-        "tgt_lang_prob": F.col("tgt_a.lang_prob"),
-    }
+        scores=(
+            RowScore(
+                "identical",
+                lambda row: (
+                    (F.length(row.src.text) == F.length(row.tgt.text))
+                    & (F.lower(row.src.text) == F.lower(row.tgt.text))
+                ),
+            ),
+        ),
+        fails=lambda row: F.col("identical"),
+        pair_only=True,
+    ),
+    Rule(
+        "too_many_tokens",
+        "A side has more than max_tokens tokens (udfs/tokens.py).",
+        scores=(TOKENS,),
+        fails=lambda row: row.largest("tokens") > row.settings["max_tokens"],
+        settings=(Setting("max_tokens", int, "most tokens on either side"),),
+    ),
+    Rule(
+        "long_word",
+        "A side has a token longer than max_word_chars characters.",
+        scores=(SideScores({"max_word_chars": lambda s: s.analysis("max_token_chars")}),),
+        fails=lambda row: row.largest("max_word_chars") > row.settings["max_word_chars"],
+        settings=(Setting("max_word_chars", int, "most characters in one token"),),
+    ),
+    Rule(
+        "token_ratio",
+        "Source over target tokens outside token_ratio.",
+        scores=(
+            RowScore(
+                "token_ratio",
+                lambda row: F.when(
+                    row.tgt.analysis("n_tokens") > 0,
+                    row.src.analysis("n_tokens") / row.tgt.analysis("n_tokens"),
+                ),
+            ),
+        ),
+        fails=lambda row: row.settings["token_ratio"].outside(F.col("token_ratio")),
+        settings=(Setting("token_ratio", Range, "source/target token ratio range"),),
+        pair_only=True,
+    ),
+    Rule(
+        "char_word_ratio",
+        "A side's non-space characters per token outside its language's range.",
+        scores=(
+            SideScores(
+                {
+                    "char_word_ratio": lambda s: F.when(
+                        s.analysis("n_tokens") > 0,
+                        nonspace_chars(s.text) / s.analysis("n_tokens"),
+                    )
+                }
+            ),
+        ),
+        fails=lambda row: row.any_side(
+            lambda s: char_word_range(row, s).outside(s.score("char_word_ratio"))
+        ),
+        settings=(
+            Setting("char_word_ratio", Range, "characters per token range"),
+            Setting("char_word_ratio_by_lang", dict[str, Range], "char_word_ratio per language"),
+        ),
+    ),
+    Rule(
+        "punct_share",
+        "A side's punctuation/symbols over its non-space characters above max_punct_share.",
+        scores=(SideScores({"punct_share": lambda s: punct_share(s.text)}),),
+        fails=lambda row: row.largest("punct_share") > row.settings["max_punct_share"],
+        settings=(Setting("max_punct_share", float, "most punctuation share on either side"),),
+    ),
+    Rule(
+        "src_digit_share",
+        "The source side's digits over its non-space characters above max_src_digit_share.",
+        scores=(SideScores({"digit_share": lambda s: digit_share(s.text)}, sides=("src",)),),
+        fails=lambda row: row.src.score("digit_share") > row.settings["max_src_digit_share"],
+        settings=(Setting("max_src_digit_share", float, "most digit share on the source side"),),
+    ),
+    Rule(
+        "unbalanced_brackets",
+        "Unmatched brackets/quotes, both sides together.",
+        scores=(
+            RowScore(
+                "bracket_mismatch",
+                lambda row: bracket_mismatch(row.src.text) + bracket_mismatch(row.tgt.text),
+            ),
+        ),
+        fails=lambda row: F.col("bracket_mismatch") > 0,
+    ),
+    Rule(
+        "url_email_html",
+        "A URL, e-mail address, HTML tag or entity on either side (the first one is stored).",
+        scores=(
+            RowScore(
+                "url_email_html",
+                lambda row: first_match(
+                    row.src.text, row.tgt.text, URL_EMAIL_HTML, URL_EMAIL_HTML_GUARD
+                ),
+            ),
+        ),
+        fails=lambda row: F.col("url_email_html").isNotNull(),
+    ),
+    Rule(
+        "special_chars",
+        "A configured special-character pattern on either side (its name is stored).",
+        scores=(
+            RowScore(
+                "special_chars",
+                lambda row: special_match(
+                    row.src.text, row.tgt.text, row.settings["special_patterns"]
+                ),
+            ),
+        ),
+        fails=lambda row: F.col("special_chars").isNotNull(),
+        settings=(Setting("special_patterns", dict[str, str], "name: Java regex"),),
+    ),
+    Rule(
+        "langid_src",
+        "The source side is not in the source language (script, then fastText).",
+        scores=(CHARS, SCRIPT_SHARE, LANG),
+        fails=lambda row: wrong_language(row, row.src),
+        settings=LANGID_SETTINGS,
+        stage="langid",
+    ),
+    Rule(
+        "langid_tgt",
+        "The target side is not in the target language (script, then fastText).",
+        scores=(CHARS, SCRIPT_SHARE, LANG),
+        fails=lambda row: wrong_language(row, row.tgt),
+        settings=LANGID_SETTINGS,
+        stage="langid",
+        pair_only=True,
+    ),
+)
+
+RULE_NAMES: tuple[str, ...] = tuple(rule.name for rule in RULES)
+BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+if len(BY_NAME) != len(RULES):
+    raise ValueError("two rules in RULES share a name")
 
 
-def outside(col: Column, low: float, high: float) -> Column:
-    return (col < low) | (col > high)
+# --- What the rest derives from RULES ------------------------------------------------------
 
 
-def rule_failures(cfg: FilterConfig) -> dict[str, Column]:
+def settings(section: str) -> dict[str, Setting]:
+    """The settings rules read from `section:` of the config (`rules` or `langid`), by name."""
+    found: dict[str, Setting] = {}
+    for rule in RULES:
+        for s in rule.settings:
+            if found.setdefault(s.name, s) != s:
+                raise ValueError(f"setting {s.name!r} is declared twice, differently")
+    return {name: s for name, s in found.items() if s.section == section}
+
+
+def score_columns(rules: Iterable[Rule], row: Row) -> dict[str, Column]:
+    """The score columns of `rules`, in the order of RULES (a shared score once)."""
+    wanted = {rule.name for rule in rules}
+    columns: dict[str, Column] = {}
+    for rule in RULES:
+        if rule.name in wanted:
+            for score in rule.scores:
+                for name, expr in score.columns(row).items():
+                    columns.setdefault(name, expr)
+    return columns
+
+
+def rule_failures(rules: Iterable[Rule], row: Row) -> dict[str, Column]:
     """Rule name -> Column that is true when the row fails it (null counts as passing)."""
-    r, c = cfg.rules, F.col
-    src_lang, tgt_lang = cfg.langs
-    src_cw, tgt_cw = r.char_word_range(src_lang), r.char_word_range(tgt_lang)
-
-    def wrong_lang(side: str, lang: str) -> Column:
-        """Wrong script, or (on text long enough for fastText) wrong language / low prob."""
-        lid = cfg.langid
-        wrong = ~c(f"{side}_lang").isin(lid.accepted_labels(lang))
-        unsure = c(f"{side}_lang_prob") < lid.min_prob
-        long_enough = c(f"{side}_chars") >= lid.min_chars_for(lang)
-        return (c(f"{side}_script_share") < lid.min_script_share) | (long_enough & (wrong | unsure))
-
-    return {
-        # A null side (Parquet input can hold nulls) is empty too, so it cannot pass as clean.
-        "empty": (F.coalesce(c("src_chars"), F.lit(0)) == 0)
-        | (F.lit(not cfg.mono) & (F.coalesce(c("tgt_chars"), F.lit(0)) == 0)),
-        "identical": c("identical"),
-        "too_many_tokens": F.greatest("src_tokens", "tgt_tokens") > r.max_tokens,
-        "long_word": F.greatest("src_max_word_chars", "tgt_max_word_chars") > r.max_word_chars,
-        "token_ratio": outside(c("token_ratio"), r.token_ratio.min, r.token_ratio.max),
-        "char_word_ratio": outside(c("src_char_word_ratio"), src_cw.min, src_cw.max)
-        | outside(c("tgt_char_word_ratio"), tgt_cw.min, tgt_cw.max),
-        "punct_share": F.greatest("src_punct_share", "tgt_punct_share") > r.max_punct_share,
-        "unbalanced_brackets": c("bracket_mismatch") > 0,
-        "url_email_html": c("url_email_html").isNotNull(),
-        "special_chars": c("special_chars").isNotNull(),
-        "langid_src": wrong_lang("src", src_lang),
-        "langid_tgt": wrong_lang("tgt", tgt_lang),
-    }
+    return {rule.name: rule.fails(row) for rule in rules}
 
 
-RULE_STAGE = {"langid_src": "langid", "langid_tgt": "langid"}  # the rest are stage "rules"
+def first_failure(rules: Iterable[Rule], row: Row) -> Column:
+    """Name of the first of `rules` the row fails (they run in the order given), or null."""
+    failing = [
+        F.when(F.coalesce(fails, F.lit(False)), F.lit(name))
+        for name, fails in rule_failures(rules, row).items()
+    ]
+    return F.coalesce(*failing, F.lit(None).cast("string"))
 
 
-def first_failure(cfg: FilterConfig) -> Column:
-    """Name of the first failing rule in configured order, or null when all pass."""
-    failures = rule_failures(cfg)
-    return F.coalesce(
-        *[
-            F.when(F.coalesce(failures[name], F.lit(False)), F.lit(name))
-            for name in cfg.rule_order
-        ],
-        F.lit(None).cast("string"),
-    )
+def monolingual_names() -> dict[str, str]:
+    """A stored source-side score column -> its name in the monolingual tables."""
+    return {old: new for rule in RULES for s in rule.scores for old, new in s.monolingual().items()}
