@@ -92,7 +92,10 @@ def open_lake_at(app_name: str, root: str, database: str,
                  conf: dict[str, str] | None = None) -> tuple[SparkSession, Lake]:
     """The session and lake at `root`, with interrupted commits rolled forward and dead runs
     marked failed."""
+    log(f"{app_name}: starting Spark")
     spark = build_session(app_name, root, conf=conf)
+    log(f"{app_name}: Spark {spark.version} on {spark.sparkContext.master} "
+        f"({spark.sparkContext.defaultParallelism} cores); opening the lake at {root}")
     lake = Lake(spark, root, database)
     for run_id in lake.recover():
         log(f"rolled forward the interrupted commit of run {run_id}")
