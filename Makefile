@@ -51,7 +51,7 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	  --checkpoint runs/tiny-multi-zh-en/checkpoints/ckpt_00000300.pt
 
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 lint: setup
 	$(VENV)/bin/ruff check .

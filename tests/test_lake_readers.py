@@ -140,7 +140,7 @@ def test_run_ids_outside_the_lake_are_refused(lake) -> None:
     assert not (lake["root"] / "escape").exists()
 
 
-@pytest.mark.parametrize("step", ["registered bitext", "published bitext"])
+@pytest.mark.parametrize("step", ["published bitext"])  # every step: test_lake_commit.py
 def test_a_commit_killed_midway_shows_all_old_or_all_new(lake, data_dir: Path, step) -> None:
     """A real SIGKILL at a step of the commit; then a fresh reader before any recovery."""
     corpus = "wmt#21"
