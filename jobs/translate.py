@@ -15,11 +15,18 @@ before it commits, and commits like the filter job (all or nothing).
 
 from __future__ import annotations
 
+import os
+import sys
+
+# spark-submit puts the script's directory (jobs/) first on sys.path, where jobs/select.py
+# would shadow the standard library's `select` (imported by socket, subprocess, py4j). The
+# jobs package is installed (pip install -e .), so jobs/ is dropped from the path.
+_JOBS = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _JOBS]
+
 import argparse
 import hashlib
 import json
-import os
-import sys
 import time
 from dataclasses import dataclass
 
