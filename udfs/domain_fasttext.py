@@ -21,6 +21,7 @@ from udfs.ngram import lm_tokens
 from udfs.paths import on_this_worker
 
 IN, OUT = "__label__in", "__label__out"
+TRAIN_ATTEMPTS = 5
 SIDE_JOIN = " ||| "
 
 
@@ -40,7 +41,17 @@ def train_classifier(positives: list[str], negatives: list[str], out_path: str,
             for label, lines in ((IN, positives), (OUT, negatives)):
                 fh.writelines(f"{label} {line}\n" for line in lines if line)
         fasttext.FastText.eprint = lambda *args, **kwargs: None
-        model = fasttext.train_supervised(input=data, thread=1, verbose=0, **settings)
+        for attempt in range(TRAIN_ATTEMPTS):
+            try:
+                model = fasttext.train_supervised(input=data, thread=1, verbose=0, **settings)
+                break
+            except RuntimeError as err:
+                # fastText now and then stops with "Encountered NaN" on a small training
+                # set, and the same call with the same seed then succeeds (seen in 2 of ~20
+                # trainings on the 120-pair test seed, on a busy machine); the maintainers
+                # blame a too high lr where it always fails. So: try again, a few times.
+                if "NaN" not in str(err) or attempt == TRAIN_ATTEMPTS - 1:
+                    raise
     model.save_model(out_path)
     return out_path
 
