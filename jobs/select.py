@@ -212,8 +212,8 @@ class SelectRun:
                              f"{self.dir}/work/rank{name}", name)
         return ranked.select("row_id", name)
 
-    def decide(self, pool_ids: DataFrame, scored: dict[str, DataFrame], n_cut: int | None,
-               cut_rule: tuple[str, list] | None) -> DataFrame:
+    def decide(self, pool_ids: DataFrame, scored: dict[str, DataFrame], manifest: dict
+               ) -> DataFrame:
         """pool row ids + score, scores, reason, rank, selected, domain_cluster, bucket."""
         cfg = self.cfg
         table = pool_ids
@@ -224,29 +224,29 @@ class SelectRun:
                 F.col("reason").alias(f"_r_{name}"), *extra), "row_id", "left")
         reasons = [F.when(F.col(f"_r_{m}").isNotNull(), F.concat(F.lit(f"{m}: "), f"_r_{m}"))
                    for m in cfg.methods]
-        table = table.withColumn("reason", F.coalesce(
-            *reasons, F.when(F.col(f"_s_{cfg.methods[0]}").isNull(), F.lit("not_scored"))))
+        unscored = [F.when(F.col(f"_s_{m}").isNull(), F.lit(f"{m}: not_scored"))
+                    for m in cfg.methods]
+        table = table.withColumn("reason", F.coalesce(*reasons, *unscored))
+        write_staged(table, f"{self.dir}/work/joined", [])
+        table = self.spark.read.parquet(f"{self.dir}/work/joined")
+        live = table.where(F.col("reason").isNull()).count()
+        n_cut, cut_rule = self.cut(live, manifest)
         if len(cfg.methods) == 1:
             (m,) = cfg.methods
             table = table.withColumn("score", F.col(f"_s_{m}"))
             direction = F.col("score").asc() if m in LOWER_IS_BETTER else F.col("score").desc()
             order = [direction]
         else:  # rank_mean: the mean of each method's rank over the scored rows, as a share
-            for m in cfg.methods:
-                s = F.col("s")
-                ranks = self.rank_by(table.select("row_id", F.col(f"_s_{m}").alias("s"),
-                                                  "reason"),
-                                     [s.asc() if m in LOWER_IS_BETTER else s.desc()],
-                                     f"_rank_{m}")
-                table = table.join(ranks, "row_id", "left")
-            live = max(1, table.where(F.col("reason").isNull()).count())
-            ranks_sum = sum((F.col(f"_rank_{m}") for m in cfg.methods), F.lit(0))
-            table = table.withColumn("score", ranks_sum / F.lit(len(cfg.methods) * live))
+            table = table.join(self.method_ranks(table, live), "row_id", "left")
+            ranks_sum = sum((F.col("_ranks")[m] for m in cfg.methods), F.lit(0))
+            table = table.withColumn("score", ranks_sum / F.lit(len(cfg.methods) * max(1, live)))
             order = [F.col("score").asc()]
         write_staged(table, f"{self.dir}/work/decided", [])
         table = self.spark.read.parquet(f"{self.dir}/work/decided")
         ranks = self.rank_by(table.select("row_id", "score", "reason"), order, "rank")
         table = table.join(ranks, "row_id", "left")
+        if "lm_fluency" in cfg.methods:
+            table = self.with_buckets(table, live)
         if n_cut is not None:
             selected = F.col("rank") <= n_cut
         else:
@@ -255,8 +255,6 @@ class SelectRun:
             selected = F.col(column).isin(values)
         scores_map = F.create_map(*[x for m in cfg.methods
                                     for x in (F.lit(m), F.col(f"_s_{m}"))])
-        if "lm_fluency" in cfg.methods:
-            table = self.with_buckets(table)
         none = F.lit(None)
         return table.select(
             "row_id", "score", scores_map.alias("scores"), "rank",
@@ -268,17 +266,33 @@ class SelectRun:
              else none.cast("string")).alias("fluency_bucket"),
         )
 
-    def with_buckets(self, table: DataFrame) -> DataFrame:
+    def method_ranks(self, table: DataFrame, live: int) -> DataFrame:
+        """(row_id, _ranks: method -> rank among the scored rows) in one sort: the methods'
+        scores stacked, each oriented so that ascending is better, ranked by (method, score,
+        row_id); method i's ranks are then the global ranks less i x live."""
+        scored = table.where(F.col("reason").isNull())
+        stacked = None
+        for i, m in enumerate(self.cfg.methods):
+            s = F.col(f"_s_{m}")
+            part = scored.select(F.lit(i).alias("_m"), "row_id",
+                                 (s if m in LOWER_IS_BETTER else -s).alias("_o"))
+            stacked = part if stacked is None else stacked.unionByName(part)
+        assert stacked is not None
+        ranked = global_rank(stacked, [F.col("_m"), F.col("_o"), F.col("row_id")],
+                             f"{self.dir}/work/method_ranks", "_g")
+        names = F.element_at(F.array(*[F.lit(m) for m in self.cfg.methods]), F.col("_m") + 1)
+        own = F.struct(names.alias("method"), (F.col("_g") - F.col("_m") * live).alias("rank"))
+        return ranked.groupBy("row_id").agg(F.map_from_entries(F.collect_list(own))
+                                            .alias("_ranks"))
+
+    def with_buckets(self, table: DataFrame, live: int) -> DataFrame:
         """cc_net buckets from lm_fluency's own rank among the scored rows."""
         b = self.cfg.lm_fluency.buckets
-        col = F.col("_s_lm_fluency")
-        ranks = self.rank_by(table.select("row_id", col.alias("s"), "reason"),
-                             [F.col("s").asc()], "_rank_fluency")
-        live = table.where(F.col("reason").isNull()).count()
-        share = F.col("_rank_fluency") / F.lit(max(live, 1))
+        rank = F.col("_ranks")["lm_fluency"] if "_ranks" in table.columns else F.col("rank")
+        share = rank / F.lit(max(live, 1))
         bucket = (F.when(share <= b["head"], "head").when(share <= b["middle"], "middle")
                   .when(share.isNotNull(), "tail"))
-        return table.join(ranks, "row_id", "left").withColumn("fluency_bucket", bucket)
+        return table.withColumn("fluency_bucket", bucket)
 
     def cut(self, scorable: int, manifest: dict) -> tuple[int | None, tuple[str, list] | None]:
         cfg = self.cfg
@@ -310,11 +324,8 @@ class SelectRun:
                     frame = METHOD_CLASSES[name]().score(ctx, manifest["methods"][name])
                     write_staged(frame, f"{self.dir}/work/scores/{name}", [])
                 scored[name] = self.spark.read.parquet(f"{self.dir}/work/scores/{name}")
-        first = scored[cfg.methods[0]]
-        scorable = first.where(F.col("reason").isNull() & F.col("score").isNotNull()).count()
-        n_cut, cut_rule = self.cut(scorable, manifest)
         with stage(self.spark, "select", "rank and decide"):
-            decided = self.decide(pool.select("row_id"), scored, n_cut, cut_rule)
+            decided = self.decide(pool.select("row_id"), scored, manifest)
             seed_facts = manifest.get("seed") or {}
             rows = pool.join(decided, "row_id", "left").select(
                 "row_id", *PROVENANCE,

@@ -111,11 +111,14 @@ def test_kmeans_alone_cuts_at_the_seeds_clusters() -> None:
 
 # -- bad input through main() --------------------------------------------------------------
 @pytest.fixture(scope="module")
-def lake(spark, lake_root: Path) -> Path:
+def lake(spark, lake_root: Path, tmp_path_factory) -> Path:
+    """A lake holding the first 100 pairs of the bundled pool (the errors come before any
+    scoring, so the pool's size does not matter)."""
+    pool = tmp_path_factory.mktemp("select-units") / "pool.tsv"
+    pool.write_text("\n".join(lines("pool-zh-en.tsv")[:100]) + "\n", encoding="utf-8")
     lake = lake_root / DB
-    assert filter_job.main(["--pair", "zh-en", "--corpus", "pool", "--input",
-                            str(SELECT / "pool-zh-en.tsv"), "--lake", str(lake),
-                            "--set", f"lake.database={DB}"]) == 0
+    assert filter_job.main(["--pair", "zh-en", "--corpus", "pool", "--input", str(pool),
+                            "--lake", str(lake), "--set", f"lake.database={DB}"]) == 0
     return lake
 
 
@@ -169,9 +172,9 @@ def test_a_missing_input_table_is_an_error(lake: Path, capsys) -> None:
 
 
 def test_top_larger_than_the_pool_is_an_error(lake: Path, capsys) -> None:
-    assert select_job.main(select(lake, *seed_args(), "--top", "100000")) == 2
+    assert select_job.main(select(lake, *seed_args(), "--top", "1000")) == 2
     err = capsys.readouterr().err
-    assert "--top 100,000 is larger than the pool" in err
+    assert "--top 1,000 is larger than the pool" in err
 
 
 def test_reusing_models_that_do_not_exist_is_an_error(lake: Path, capsys) -> None:
