@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from jobs import filter as filter_job
 from jobs import select as select_job
 from jobs.ranking import global_rank
 from jobs.select_config import load_select_config
@@ -32,12 +31,12 @@ def lines(name: str) -> list[str]:
 # -- ranks -------------------------------------------------------------------------------
 def test_global_rank_is_exact_with_ties_and_many_partitions(spark, tmp_path: Path) -> None:
     rng = random.Random(3)
-    rows = [(i, float(rng.randrange(50))) for i in range(5000)]
-    df = spark.createDataFrame(rows, "id long, s double").repartition(7)
+    rows = [(i, float(rng.randrange(50))) for i in range(2000)]
+    df = spark.createDataFrame(rows, "id long, s double").repartition(5)
     ranked = global_rank(df, [F.col("s").desc(), F.col("id")], str(tmp_path / "r"), "rank")
     got = {r.id: r["rank"] for r in ranked.collect()}
     expected = sorted(rows, key=lambda r: (-r[1], r[0]))
-    assert [got[i] for i, _ in expected] == list(range(1, 5001))
+    assert [got[i] for i, _ in expected] == list(range(1, 2001))
 
 
 # -- scorers -----------------------------------------------------------------------------
@@ -111,20 +110,21 @@ def test_kmeans_alone_cuts_at_the_seeds_clusters() -> None:
 
 # -- bad input through main() --------------------------------------------------------------
 @pytest.fixture(scope="module")
-def lake(spark, lake_root: Path, tmp_path_factory) -> Path:
-    """A lake holding the first 100 pairs of the bundled pool (the errors come before any
-    scoring, so the pool's size does not matter)."""
-    pool = tmp_path_factory.mktemp("select-units") / "pool.tsv"
-    pool.write_text("\n".join(lines("pool-zh-en.tsv")[:100]) + "\n", encoding="utf-8")
+def lake(spark, lake_root: Path) -> Path:
+    """A lake whose table `pool` holds the first 100 pairs of the bundled pool (the errors
+    come before any scoring, so how the pool was made does not matter)."""
     lake = lake_root / DB
-    assert filter_job.main(["--pair", "zh-en", "--corpus", "pool", "--input", str(pool),
-                            "--lake", str(lake), "--set", f"lake.database={DB}"]) == 0
+    rows = [(i, *line.split("\t")[:2], "pool") for i, line in
+            enumerate(lines("pool-zh-en.tsv")[:100])]
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    spark.createDataFrame(rows, "row_id long, src string, tgt string, corpus string") \
+        .write.mode("overwrite").saveAsTable(f"{DB}.pool")
     return lake
 
 
 def select(lake: Path, *argv: str) -> list[str]:
-    return ["--pair", "zh-en", "--corpus", "pool", *argv, "--lake", str(lake),
-            "--set", f"lake.database={DB}"]
+    return ["--pair", "zh-en", "--input-table", f"{DB}.pool", "--corpus", "pool", *argv,
+            "--lake", str(lake), "--set", f"lake.database={DB}"]
 
 
 def seed_args(zh: Path | str = SELECT / "seed-medical.zh",
@@ -166,7 +166,7 @@ def test_a_seed_that_is_not_utf8_names_file_and_line(lake: Path, tmp_path: Path,
 
 
 def test_a_missing_input_table_is_an_error(lake: Path, capsys) -> None:
-    argv = select(lake, *seed_args(), "--top", "5", "--input-table", f"{DB}.no_such")
+    argv = [*select(lake, *seed_args(), "--top", "5"), "--input-table", f"{DB}.no_such"]
     assert select_job.main(argv) == 2
     assert f"input table {DB}.no_such: not in the catalog" in capsys.readouterr().err
 
