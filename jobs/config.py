@@ -60,6 +60,22 @@ def known_language(code: str, what: str) -> str:
     return code
 
 
+def known_pair(pair: str | None) -> str | None:
+    """A `pair` setting: None, or two known language codes, source-target."""
+    if pair is None:
+        return None
+    if pair.count("-") != 1 or not all(pair.split("-")):
+        raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
+    for code in pair.split("-"):
+        known_language(code, f"pair {pair!r}")
+    return pair
+
+
+def known_lang(lang: str | None) -> str | None:
+    """A `lang` setting: None, or a known language code."""
+    return None if lang is None else known_language(lang, f"lang {lang!r}")
+
+
 def safe_name(value: str, what: str) -> str:
     """A name that becomes a partition value and a directory: anything printable except what
     breaks a path or a `k=v` partition (the lake escapes the rest, e.g. `:` `#` spaces)."""
@@ -255,21 +271,8 @@ class FilterConfig(JobConfig):
     align: AlignConf = AlignConf()
     embedding: EmbeddingConf
 
-    @field_validator("pair")
-    @classmethod
-    def two_languages(cls, pair: str | None) -> str | None:
-        if pair is None:
-            return None
-        if pair.count("-") != 1 or not all(pair.split("-")):
-            raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
-        for code in pair.split("-"):
-            known_language(code, f"pair {pair!r}")
-        return pair
-
-    @field_validator("lang")
-    @classmethod
-    def one_language(cls, lang: str | None) -> str | None:
-        return None if lang is None else known_language(lang, f"lang {lang!r}")
+    _pair = field_validator("pair")(classmethod(lambda cls, v: known_pair(v)))
+    _lang = field_validator("lang")(classmethod(lambda cls, v: known_lang(v)))
 
     @model_validator(mode="after")
     def pair_or_lang(self) -> FilterConfig:

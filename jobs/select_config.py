@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from jobs.config import CONF_DIR, JobConfig, Strict, known_language, load_validated
+from jobs.config import CONF_DIR, JobConfig, Strict, known_lang, known_pair, load_validated
 
 DEFAULTS = CONF_DIR / "select-defaults.yaml"
 METHODS = ("moore_lewis", "fasttext_domain", "embedding_knn", "lm_fluency", "kmeans_domains")
@@ -124,21 +124,8 @@ class SelectConfig(JobConfig):
     encoders: dict[str, SelectEncoderConf]
     device: Literal["auto", "cpu", "cuda"]
 
-    @field_validator("pair")
-    @classmethod
-    def two_languages(cls, pair: str | None) -> str | None:
-        if pair is None:
-            return None
-        if pair.count("-") != 1 or not all(pair.split("-")):
-            raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
-        for code in pair.split("-"):
-            known_language(code, f"pair {pair!r}")
-        return pair
-
-    @field_validator("lang")
-    @classmethod
-    def one_language(cls, lang: str | None) -> str | None:
-        return None if lang is None else known_language(lang, f"lang {lang!r}")
+    _pair = field_validator("pair")(classmethod(lambda cls, v: known_pair(v)))
+    _lang = field_validator("lang")(classmethod(lambda cls, v: known_lang(v)))
 
     @model_validator(mode="after")
     def consistent(self) -> SelectConfig:
