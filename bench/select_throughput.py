@@ -35,6 +35,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -93,24 +94,48 @@ def write_seed(folder: Path, lines: int) -> list[str]:
 
 
 # -- running a job, with its CPU time ----------------------------------------------------
-def tree_cpu_s(root: int) -> float:
-    """CPU seconds of a process and its descendants (with the children they reaped)."""
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(stat.parent.name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        cpu[pid] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += cpu.get(pid, 0)
-        todo.extend(children.get(pid, []))
-    return total / TICK
+class TreeCpu:
+    """CPU seconds used by a process and all its descendants, counting those that ended: the
+    tree is sampled from /proc every `every` s in a thread, and each process (pid, start time)
+    keeps the CPU it was last seen with (so a process loses at most `every` s of it)."""
+
+    def __init__(self, root: int, every: float = 0.5) -> None:
+        self.root, self.every = root, every
+        self.seen: dict[tuple[int, str], int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def sample(self) -> float:
+        children: dict[int, list[int]] = {}
+        cpu: dict[int, tuple[str, int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended while we looked
+            pid = int(stat.parent.name)
+            children.setdefault(int(fields[1]), []).append(pid)  # fields[1]: the parent
+            cpu[pid] = (fields[19], int(fields[11]) + int(fields[12]))  # start, utime+stime
+        with self._lock:
+            todo = [self.root]
+            while todo:
+                pid = todo.pop()
+                if pid in cpu:
+                    start, ticks = cpu[pid]
+                    self.seen[(pid, start)] = ticks
+                todo.extend(children.get(pid, []))
+            return sum(self.seen.values()) / TICK
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.sample()
 
 
 def spark_env() -> dict[str, str]:
@@ -122,26 +147,28 @@ def spark_env() -> dict[str, str]:
 def submit(job: str, args: list[str], log_path: Path, master: str) -> dict:
     """Run a job; per stage of its log: wall (from the log) and CPU (process tree)."""
     cmd = [str(BIN / "spark-submit"), "--master", master, f"jobs/{job}.py", *args]
-    started, before = time.monotonic(), tree_cpu_s(os.getpid())
+    started = time.monotonic()
     stages: dict[str, dict] = {}
     open_cpu: dict[str, float] = {}
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=spark_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace")
         assert proc.stdout is not None
+        tree = TreeCpu(proc.pid)
         for line in proc.stdout:
             log.write(line)
+            log.flush()
             m = LOG_LINE.search(line.rstrip("\n"))
             if not m:
                 continue
             name = m.group(1)
             if m.group(2) == "started":
-                open_cpu[name] = tree_cpu_s(proc.pid)
+                open_cpu[name] = tree.sample()
             elif name in open_cpu:
                 stages[name] = {"wall_s": float(m.group(3)),
-                                "cpu_s": round(tree_cpu_s(proc.pid) - open_cpu.pop(name), 1)}
+                                "cpu_s": round(tree.sample() - open_cpu.pop(name), 1)}
         proc.wait()
-    cpu = tree_cpu_s(os.getpid()) - before  # the job's processes, reaped, end up here
+        cpu = tree.stop()
     if proc.returncode != 0:
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
         raise SystemExit(f"{job} failed (exit {proc.returncode}), log {log_path}:\n{tail}")
@@ -302,17 +329,22 @@ def main() -> None:
         }
         print(f"{method}: spark {spark_wall:.1f} s, library {n:,} rows in {lib_wall:.1f} s",
               flush=True)
+    load = os.getloadavg()
+    results["loadavg_end"] = load
     print(f"\npool {pool_rows:,} clean zh-en pairs (of {args.rows:,}), master {args.master}; "
-          "a pair is 2 sentences")
+          f"a pair is 2 sentences; load average at the end {load[0]:.1f} (the machine's "
+          f"{os.cpu_count()} cores are shared: the CPU columns are the robust ones)")
     print("\n| method | Spark stage s | Spark CPU s | Spark pairs/s/core | Spark pairs/CPU-s "
-          "| library rows | library pairs/s (1 core) | library/Spark per core | by CPU |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| library rows | library pairs/s | library pairs/CPU-s | library/Spark per core "
+          "| by CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for method, r in results["methods"].items():
         per_cpu = r["spark_pairs_per_cpu_s"]
         print(f"| {method} | {r['spark_wall_s']:.1f} | {r['spark_cpu_s']:.1f} | "
               f"{r['spark_pairs_per_s_core']:,.0f} | "
               + (f"{per_cpu:,.0f}" if per_cpu else "-")
-              + f" | {r['lib_rows']:,} | {r['lib_pairs_per_s']:,.0f} | {r['ratio_wall']:.2f}x | "
+              + f" | {r['lib_rows']:,} | {r['lib_pairs_per_s']:,.0f} | "
+              f"{r['lib_rows'] / r['lib_cpu_s']:,.0f} | {r['ratio_wall']:.2f}x | "
               + (f"{r['ratio_cpu']:.2f}x" if r["ratio_cpu"] else "-") + " |")
     print("\nall stages of the select run (wall s from its log / CPU s of its process tree):")
     for name, s in job["stages"].items():

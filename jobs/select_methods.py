@@ -203,7 +203,10 @@ def embed_pool(ctx: Context, encoder: str, sides: tuple[str, ...],
         ORDER_COL: F.xxhash64(F.lit(_ORDER_SEED), "row_id"),
     })
     schema = SCORE_SCHEMA + (", vector array<float>" if vectors else "")
-    return keyed.groupBy(GROUP_COL).applyInPandas(embed_group(spec), schema)
+    # Repartitioned by group first: adaptive execution would otherwise merge the groups into a
+    # few tasks by their (small) input size, and encoding is the expensive part.
+    spread = keyed.repartition(groups, GROUP_COL)
+    return spread.groupBy(GROUP_COL).applyInPandas(embed_group(spec), schema)
 
 
 class EmbeddingKnn:

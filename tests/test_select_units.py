@@ -17,7 +17,7 @@ from jobs.ranking import global_rank
 from jobs.select_config import load_select_config
 from udfs.domain_embed import knn_mean
 from udfs.domain_fasttext import features, load_classifier, p_in_domain, train_classifier
-from udfs.domain_lm import LmSpec, row_score
+from udfs.domain_lm import LmSpec, load_models, row_score
 from udfs.ngram import lm_tokens, train_lm
 
 SELECT = Path(__file__).resolve().parent / "data" / "select"
@@ -49,11 +49,12 @@ def test_cross_fitting_scores_a_row_with_the_other_folds_model(tmp_path: Path) -
     knows = train_lm(tok[:100], 3, str(tmp_path / "knows.klm"))
     other = train_lm([lm_tokens(x, "en") for x in news], 3, str(tmp_path / "other.klm"))
     spec = LmSpec(sides=("src",), langs=("en",), general=((knows,), (other,)))
+    models = load_models(spec)
     seen = medical[5]
-    by_knowing, _ = row_score(spec, (seen,), fold=1)  # fold 1 -> general[0] = knows
-    by_other, _ = row_score(spec, (seen,), fold=0)
+    by_knowing, _ = row_score(spec, models, (seen,), fold=1)  # fold 1 -> general[0] = knows
+    by_other, _ = row_score(spec, models, (seen,), fold=0)
     assert by_knowing < by_other  # perplexity under the LM that saw it is lower
-    assert row_score(spec, ("   ",), fold=0) == (None, "empty_src")
+    assert row_score(spec, models, ("   ",), fold=0) == (None, "empty_src")
 
 
 def test_training_is_deterministic(tmp_path: Path) -> None:

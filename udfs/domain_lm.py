@@ -23,11 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from udfs.ngram import cross_entropy, lm_tokens, load_lm
 from udfs.paths import on_this_worker
+
+if TYPE_CHECKING:
+    import kenlm
 
 SCORE_SCHEMA = "row_id long, score double, reason string"
 
@@ -44,33 +48,48 @@ class LmSpec:
     in_domain: tuple[str, ...] | None = None
 
 
-def row_score(spec: LmSpec, texts: tuple[str | None, ...], fold: int
+def row_score(spec: LmSpec, models: Models, texts: tuple[str | None, ...], fold: int
               ) -> tuple[float | None, str | None]:
-    """The row's score and, when it has none, why."""
+    """The row's score and, when it has none, why. `models`: `load_models(spec)`."""
     total = 0.0
-    general = spec.general[(1 - fold) % len(spec.general)]
+    general = models.general[(1 - fold) % len(models.general)]
     for i, (side, lang, text) in enumerate(zip(spec.sides, spec.langs, texts, strict=True)):
         tokens = lm_tokens(text or "", lang)
         if not tokens:
             return None, f"empty_{side}"
-        h_gen = cross_entropy(load_lm(on_this_worker(general[i])), tokens)
-        if spec.in_domain is None:
+        h_gen = cross_entropy(general[i], tokens)
+        if models.in_domain is None:
             total += 2.0**h_gen
         else:
-            total += cross_entropy(load_lm(on_this_worker(spec.in_domain[i])), tokens) - h_gen
+            total += cross_entropy(models.in_domain[i], tokens) - h_gen
     if math.isnan(total):
         return None, "not_scorable"
     return total, None
+
+
+@dataclass(frozen=True)
+class Models:
+    general: tuple[tuple[kenlm.Model, ...], ...]
+    in_domain: tuple[kenlm.Model, ...] | None
+
+
+def load_models(spec: LmSpec) -> Models:
+    """The spec's models, found on this worker and loaded (once per worker: udfs/ngram)."""
+    general = tuple(tuple(load_lm(on_this_worker(p)) for p in fold) for fold in spec.general)
+    in_domain = (None if spec.in_domain is None
+                 else tuple(load_lm(on_this_worker(p)) for p in spec.in_domain))
+    return Models(general, in_domain)
 
 
 def lm_scorer(spec: LmSpec) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
     """The mapInPandas function: (row_id, fold, src[, tgt]) in, (row_id, score, reason) out."""
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        models = load_models(spec)  # resolved once per task, not per row
         for pdf in batches:
             columns = [pdf[side].tolist() for side in spec.sides]
             rows = zip(pdf["fold"].tolist(), *columns, strict=True)
-            scored = [row_score(spec, texts, fold) for fold, *texts in rows]
+            scored = [row_score(spec, models, texts, fold) for fold, *texts in rows]
             yield pd.DataFrame(
                 {
                     "row_id": pdf["row_id"],
