@@ -1,4 +1,5 @@
-"""One SparkSession for the whole test run (a session start costs ~10 s)."""
+"""One SparkSession for the whole test run (a session start costs ~10 s), and what several
+test modules share: trained models, and job runs that are the same input and config."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Every JVM of the tests (this session's, and every spark-submit, spark-sql and query_lake.py
+# it starts) lives seconds to minutes: compiling with C1 only, not C2 too, halves the CPU each
+# one uses (a spark-submit of the filter job on the Tatoeba slice: 110 -> 55-60 CPU-seconds;
+# a query_lake.py: 40 -> 23; test_determinism.py: 163 -> 108), on a test machine of 2 cores.
+# Results do not change (Java floating point is strict). A SPARK_SUBMIT_OPTS given is kept.
+if "TieredStopAtLevel" not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+        [os.environ.get("SPARK_SUBMIT_OPTS", ""), "-XX:TieredStopAtLevel=1"]).strip()
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +45,49 @@ def spark(lake_root: Path):
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+SCORED_DB = "determinism"
+
+
+@pytest.fixture(scope="session")
+def scored_config(lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The filter job on the 1,500 real zh-en Tatoeba pairs with both pair scorers (the
+    aligner trained on a sample of 500 clean pairs; embeddings with margin k=4), into a
+    database of its own in the test session's lake."""
+    config = tmp_path_factory.mktemp("scored") / "job.yaml"
+    paths = f"[{DATA / 'tatoeba-zh-en.zh'}, {DATA / 'tatoeba-zh-en.en'}]"
+    config.write_text(
+        f"extends: {REPO / 'conf/zh-en.yaml'}\n"
+        f"lake: {{root: {lake_root / SCORED_DB}, database: {SCORED_DB}}}\n"
+        f"inputs:\n  - {{corpus: tatoeba, paths: {paths}}}\n"
+        "align: {enabled: true, sample_pairs: 500}\n"
+        "embedding: {enabled: true, margin_k: 4}\n"
+    )
+    return config
+
+
+@pytest.fixture(scope="session")
+def scored_tatoeba(spark, lake_root: Path, scored_config: Path) -> dict:
+    """`scored_config` run by `jobs.filter.main` in this session's JVM (local[2]) as det-1:
+    test_determinism.py's first run, and the local[2] reference that test_cluster.py's
+    cluster run of the same config must equal."""
+    from jobs.filter import main
+
+    assert main(["--config", str(scored_config), "--run-id", "det-1"]) == 0
+    return {"config": scored_config, "lake": lake_root / SCORED_DB, "database": SCORED_DB,
+            "run_id": "det-1"}
+
+
+@pytest.fixture(scope="session")
+def translate_lake(tmp_path_factory: pytest.TempPathFactory, data_dir: Path,
+                   request: pytest.FixtureRequest) -> dict:
+    """test_translate_job.py's lake (integration_helpers.build_translate_lake), read once;
+    test_cluster.py decodes on the cluster what its run bt2 decoded locally, into it."""
+    from integration_helpers import build_translate_lake
+
+    return build_translate_lake(tmp_path_factory.mktemp("bt"), data_dir,
+                                lambda: request.getfixturevalue("tiny_multi_ct2"))
 
 
 @pytest.fixture(scope="session")

@@ -6,12 +6,18 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
+
+import yaml
 
 from jobs.session import embedded_catalog_conf
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+T, U = TypeVar("T"), TypeVar("U")
 
 
 def spark_env() -> dict[str, str]:
@@ -61,3 +67,111 @@ def submit_to(master: str, job: str, *args: str, spark_args: tuple[str, ...] = (
            str(REPO / f"jobs/{job}.py"), *args]
     return subprocess.run(cmd, cwd=cwd, env=env or spark_env(), capture_output=True, text=True,
                           timeout=900)
+
+
+def alongside(background: Callable[[], T], foreground: Callable[[], U]) -> tuple[T, U]:
+    """`background` in a thread while `foreground` runs here; both results. For independent
+    work (a spark-submit waits for its subprocess without holding the GIL) that would leave
+    one of the two cores idle if run one after the other. The thread is always waited for,
+    also when `foreground` fails."""
+    with ThreadPoolExecutor(1) as pool:
+        later = pool.submit(background)
+        now = foreground()
+        return later.result(), now
+
+
+# The back-/forward-translation lake of test_translate_job.py, also the local reference of
+# test_cluster.py's translate run (conftest.py's `translate_lake`, built once per session).
+BT_STREAMS = [
+    {"name": "ft-beam", "direction": "zh-en", "role": "forward", "method": "beam"},
+    {"name": "ft-beam-again", "direction": "zh-en", "role": "forward", "method": "beam"},
+    {"name": "ft-greedy", "direction": "zh-en", "role": "forward", "method": "greedy"},
+    {"name": "ft-greedy-spm", "direction": "zh-en", "role": "forward", "method": "greedy"},
+    {"name": "bt-sampling", "direction": "en-zh", "method": "sampling", "weight": 2},
+    {"name": "bt-sampling-seed2", "direction": "en-zh", "method": "sampling", "weight": 2,
+     "seed": 2},
+    {"name": "bt-sampling-again", "direction": "en-zh", "method": "sampling", "weight": 2},
+    {"name": "bt-noised", "direction": "en-zh", "method": "noised_beam"},
+]
+BT_MAX_IN, BT_MAX_OUT = 24, 40
+BT_BAD_LINES = [
+    "",
+    "see http://example.com for more details on this",
+    "Добрый день, как дела у вас сегодня?",
+]
+# The second translate run (bt2), from flags: also what test_cluster.py runs on the cluster.
+BT_FLAGS_STREAM = ("--direction", "zh-en", "--method", "beam", "--role", "forward",
+                   "--limit", "80", "--round", "2")
+
+
+def ok_submit(job: str, *args: str) -> str:
+    done = spark_submit(*args, job=job)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
+def build_translate_lake(root: Path, data_dir: Path, get_model: Callable[[], Path]) -> dict:
+    """Monolingual Tatoeba text into mono_clean (en: 500 lines and three bad ones; zh: all
+    1,500), the streams of BT_STREAMS decoded by one run (bt1) from a config, a second run
+    (bt2) from flags, and bt1's synthetic pairs fed back through the filter job (fb1); then
+    every table the tests look at, read once. `get_model` (the tiny model, trained on first
+    use) runs while the two filter runs do: neither needs the other."""
+    from jobs.translate import model_id
+
+    lake = root / "lake"
+    en = root / "mono.en"
+    en_lines = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:500]
+    en.write_text("\n".join(en_lines + BT_BAD_LINES) + "\n", encoding="utf-8")
+    zh = data_dir / "tatoeba-zh-en.zh"
+
+    def monolingual() -> str:
+        out = ok_submit("filter", "--lang", "en", "--corpus", "tatoeba", "--input", str(en),
+                        "--lake", str(lake))
+        ok_submit("filter", "--lang", "zh", "--corpus", "tatoeba", "--input", str(zh),
+                  "--lake", str(lake))
+        return out
+
+    mono_en, model = alongside(monolingual, get_model)
+    out = {"lake": lake, "mono_en": mono_en}
+    streams = []
+    for s in BT_STREAMS:
+        stream = {**s, "model": str(model), "input": {"limit": 60 * s.get("weight", 1)}}
+        if s["name"] == "ft-greedy-spm":  # the generic tokenizer: any CTranslate2 model
+            stream["tokenizer"] = {"kind": "sentencepiece",
+                                   "source_model": str(model / "spm.model"),
+                                   "source_prefix": ["<2en>"]}
+        streams.append(stream)
+    conf = root / "bt.yaml"
+    conf.write_text(yaml.safe_dump({
+        "lake": {"root": str(lake)}, "balance": True,
+        "decoding": {"max_input_tokens": BT_MAX_IN, "max_output_tokens": BT_MAX_OUT},
+        "streams": streams,
+    }), encoding="utf-8")
+    out["translate"] = ok_submit("translate", "--config", str(conf), "--run-id", "bt1")
+    out["flags"] = ok_submit("translate", "--model", str(model), *BT_FLAGS_STREAM,
+                             "--lake", str(lake), "--run-id", "bt2")
+    out["feedback"] = ok_submit(
+        "filter", "--pair", "en-zh", "--corpus", "bt-sampling-r1", "--format", "table",
+        "--input", "sluice.synthetic", "--where", "stream = 'bt-sampling' AND run_id = 'bt1'",
+        "--lake", str(lake), "--run-id", "fb1")
+    synth_cols = ("stream, role, method, params, model, round, direction, run_id, src, tgt, "
+                  "hypothesis, score, src_tokens, tgt_tokens, source_row_id, source_corpus, "
+                  "row_id")
+    out["rows"] = query_lake(lake, {
+        "synthetic": f"SELECT {synth_cols}, NULL FROM sluice.synthetic",
+        "synthetic_rejected": f"SELECT {synth_cols}, reject_reason "
+                              "FROM sluice.synthetic_rejected",
+        "stats": "SELECT stream, direction, role, method, model, available, selected, "
+                 "synthetic, rejected, rejected_by, run_id FROM sluice.translate_stats",
+        "mono": "SELECT lang, row_id, text FROM sluice.mono_clean",
+        "mono_rejected": "SELECT lang, text, reject_rule FROM sluice.mono_rejected",
+        "mono_stats": "SELECT pair, sum(rows_rejected), max(rows_in) FROM sluice.filter_stats "
+                      "WHERE run_id != 'fb1' GROUP BY pair",
+        "runs": "SELECT run_id, job, status FROM sluice.runs",
+        "fb_stats": "SELECT max(rows_in), sum(rows_rejected) FROM sluice.filter_stats "
+                    "WHERE run_id = 'fb1'",
+        "fb_clean": "SELECT src, tgt, extra FROM sluice.bitext_clean WHERE corpus = "
+                    "'bt-sampling-r1'",
+    })
+    out["model_id"] = model_id(str(model))
+    return out

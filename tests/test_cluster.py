@@ -2,6 +2,10 @@
 one-core workers), checked against `local[2]` runs of the same input and config: the cluster
 run must really run there (the master's and workers' JSON status), honour spark-submit's
 `--conf`, and write the same rows and scores. The translate model travels with `--archives`.
+
+The local[2] runs are shared with other modules (conftest.py): the filter job's is
+test_determinism.py's first run (`scored_tatoeba`, in the test session's JVM), the translate
+job's is test_translate_job.py's run from flags (bt2, `translate_lake`).
 """
 
 from __future__ import annotations
@@ -11,17 +15,17 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from integration_helpers import query_lake, spark_env, submit_to
+from integration_helpers import BT_FLAGS_STREAM, alongside, query_lake, spark_env, submit_to
 from standalone_cluster import standalone_cluster
 
-PAIR_INPUT = ("--pair", "zh-en", "--corpus", "tatoeba")
-SCORERS = ("--set", "align.enabled=true", "--set", "embedding.enabled=true",
-           "--set", "embedding.margin_k=4")
 SHUFFLE = "spark.sql.shuffle.partitions"
-# Executors of one core each, one per worker; small enough for two on this machine.
+# Executors of one core each, one per worker; small enough for two on this machine. Their
+# JVMs compile with C1 only, as the tests' other JVMs do (conftest.py).
 EXECUTORS = ("--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
-             "--executor-memory", "1g", "--conf", f"{SHUFFLE}=5")
-DECIDED = "SELECT {cols}, {reject} FROM sluice.bitext_{outcome} WHERE run_id = '{run}'"
+             "--executor-memory", "1g", "--conf", f"{SHUFFLE}=5",
+             "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1")
+DECIDED = "SELECT {cols}, {reject} FROM {db}.bitext_{outcome} WHERE run_id = '{run}'"
+RUN = "SELECT spark, status FROM {db}.runs WHERE run_id = '{run}'"
 
 
 def ok(done) -> str:
@@ -29,20 +33,26 @@ def ok(done) -> str:
     return done.stdout
 
 
-def run_record(lake: Path, run_id: str) -> dict:
-    query = f"SELECT spark, status FROM sluice.runs WHERE run_id = '{run_id}'"
-    rows = query_lake(lake, {"r": query})
-    ((spark, status),) = rows["r"]
+def run_record(rows: list[list]) -> dict:
+    """The `spark` facts of a succeeded run, from the rows of RUN."""
+    ((spark, status),) = rows
     assert status == "succeeded"
     return json.loads(spark)
 
 
-def decided_rows(lake: Path, run_id: str, columns: list[str]) -> list[list]:
+def decided_queries(db: str, run_id: str, columns: list[str]) -> dict[str, str]:
+    """Named queries: the run record, and the run's clean and rejected rows."""
     cols = ", ".join(columns)
-    q = {o: DECIDED.format(outcome=o, cols=cols, run=run_id, reject=reject)
+    q = {o: DECIDED.format(outcome=o, cols=cols, db=db, run=run_id, reject=reject)
          for o, reject in [("clean", "NULL"), ("rejected", "reject_rule, dup_of")]}
-    rows = query_lake(lake, q)
-    return sorted(rows["clean"] + rows["rejected"])
+    return {"run": RUN.format(db=db, run=run_id), **q}
+
+
+def in_session(spark, queries: dict[str, str]) -> dict[str, list[list]]:
+    """What query_lake.py answers, as it answers it (JSON of the collected rows), from a lake
+    of the test session's own catalog."""
+    out = {name: [list(row) for row in spark.sql(q).collect()] for name, q in queries.items()}
+    return json.loads(json.dumps(out, default=str))
 
 
 # Every column but run_id: text, provenance and every score.
@@ -63,56 +73,60 @@ def cluster(tmp_path_factory):
         yield running
 
 
-def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, data_dir: Path):
-    files = (str(data_dir / "tatoeba-zh-en.zh"), str(data_dir / "tatoeba-zh-en.en"))
-    args = (*PAIR_INPUT, "--input", *files, *SCORERS)
-    local, remote = tmp_path / "local", tmp_path / "cluster"
-    ok(submit_to("local[2]", "filter", *args, "--lake", str(local), "--run-id", "local-1"))
-    out = ok(submit_to(cluster.url, "filter", *args, "--lake", str(remote), "--run-id",
-                       "cluster-1", spark_args=EXECUTORS))
-    assert "kept" in out
+def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request, spark,
+                                                    scored_config: Path):
+    """conftest.py's `scored_config` (1,500 Tatoeba pairs, both pair scorers) submitted to the
+    cluster; its local[2] run (`scored_tatoeba`, in the test session's JVM) is made meanwhile
+    if no other test made it yet: the two are independent and overlap on two cores."""
+    remote = tmp_path / "cluster"
+    done, local = alongside(
+        lambda: submit_to(cluster.url, "filter", "--config", str(scored_config), "--lake",
+                          str(remote), "--run-id", "cluster-1", spark_args=EXECUTORS),
+        lambda: request.getfixturevalue("scored_tatoeba"))
+    assert "kept" in ok(done)
+    db = local["database"]
+    remote_rows = query_lake(remote, decided_queries(db, "cluster-1", SCORE_COLUMNS))
+    local_rows = in_session(spark, decided_queries(db, local["run_id"], SCORE_COLUMNS))
 
-    facts = run_record(remote, "cluster-1")
+    facts = run_record(remote_rows["run"])
     assert facts["master"] == cluster.url  # not silently local
     assert facts["conf"][SHUFFLE] == "5"  # spark-submit's --conf beats the config's 16
-    assert run_record(local, "local-1")["master"] == "local[2]"
+    assert run_record(local_rows["run"])["master"] == "local[2]"
     (app,) = [a for a in cluster.status()["completedapps"] if a["id"] == facts["app_id"]]
     assert app["name"] == "sluice-filter"
     per_worker = [{e["appid"] for e in execs} for execs in cluster.worker_executors()]
     assert all(facts["app_id"] in apps for apps in per_worker), per_worker  # both workers
 
-    local_rows = decided_rows(local, "local-1", SCORE_COLUMNS)
-    remote_rows = decided_rows(remote, "cluster-1", SCORE_COLUMNS)
-    assert len(local_rows) == 1500
-    assert remote_rows == local_rows  # same split, same scores, bit for bit
+    local_decided = sorted(local_rows["clean"] + local_rows["rejected"])
+    remote_decided = sorted(remote_rows["clean"] + remote_rows["rejected"])
+    assert len(local_decided) == 1500
+    assert remote_decided == local_decided  # same split, same scores, bit for bit
 
 
-def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, data_dir: Path,
+def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, translate_lake,
                                                         tiny_multi_ct2: Path):
-    lake = tmp_path / "lake"
-    ok(submit_to("local[2]", "filter", "--lang", "zh", "--corpus", "tatoeba", "--input",
-                 str(data_dir / "tatoeba-zh-en.zh"), "--lake", str(lake)))
+    """translate_lake's local[2] run bt2 (from flags: zh-en beam, 80 rows of its mono_clean),
+    run again on the cluster, into the same lake, as run cluster-bt."""
+    lake = translate_lake["lake"]
     archive = tmp_path / "model.tgz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(tiny_multi_ct2, arcname=".")
-    stream = ("--direction", "zh-en", "--method", "beam", "--role", "forward", "--limit", "80",
-              "--lake", str(lake))
-    ok(submit_to("local[2]", "translate", "--model", str(tiny_multi_ct2), *stream,
-                 "--run-id", "local-bt"))
     # The documented cluster form: the model shipped as an archive, named by its alias. The
     # driver runs elsewhere (another working directory) to prove nothing is found by accident.
     elsewhere = tmp_path / "driver"
     elsewhere.mkdir()
-    ok(submit_to(cluster.url, "translate", "--model", "tiny-ct2", *stream, "--run-id",
-                 "cluster-bt", spark_args=(*EXECUTORS, "--archives", f"{archive}#tiny-ct2"),
-                 cwd=elsewhere))
-    assert run_record(lake, "cluster-bt")["master"] == cluster.url
+    ok(submit_to(cluster.url, "translate", "--model", "tiny-ct2", *BT_FLAGS_STREAM, "--lake",
+                 str(lake), "--run-id", "cluster-bt",
+                 spark_args=(*EXECUTORS, "--archives", f"{archive}#tiny-ct2"), cwd=elsewhere))
 
     cols = "source_row_id, src, tgt, hypothesis, score, model"
-    rows = query_lake(lake, {r: f"SELECT {cols} FROM sluice.synthetic WHERE run_id = '{r}' "
-                                "ORDER BY source_row_id" for r in ("local-bt", "cluster-bt")})
-    assert len(rows["local-bt"]) > 40
-    assert rows["cluster-bt"] == rows["local-bt"]
+    rows = query_lake(lake, {
+        "record": RUN.format(db="sluice", run="cluster-bt"),
+        **{r: f"SELECT {cols} FROM sluice.synthetic WHERE run_id = '{r}' ORDER BY source_row_id"
+           for r in ("bt2", "cluster-bt")}})
+    assert run_record(rows["record"])["master"] == cluster.url
+    assert len(rows["bt2"]) > 40
+    assert rows["cluster-bt"] == rows["bt2"]
 
 
 def test_a_model_that_is_nowhere_fails_fast_on_the_driver(cluster, tmp_path):

@@ -9,13 +9,13 @@ choice of the sample is exercised, not only its order. Before the fix (fast_alig
 threads, a partition-dependent sample, embeddings and margins by partition and Arrow batch)
 the second run differed on ~1,300 rows of each alignment log-prob, ~1,060 of align_coverage
 and ~890 of embed_cosine.
-Runs `jobs.filter.main` in the test session's JVM, in a database of its own.
+Runs `jobs.filter.main` in the test session's JVM, in a database of its own; the first run is
+conftest.py's `scored_tatoeba` (test_cluster.py compares its cluster run with it too).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,8 +23,6 @@ import pytest
 
 from jobs.filter import main
 
-DATA = Path(__file__).resolve().parent / "data"
-CONF = Path(__file__).resolve().parent.parent / "conf"
 DB = "determinism"
 # What the second run changes: rows land in other partitions and other Arrow batches.
 OTHER_PARTITIONING = {
@@ -50,10 +48,8 @@ def session_conf(spark, conf: dict[str, str]):
                 spark.conf.set(key, value)
 
 
-def run_once(spark, config: Path, run_id: str, sets: list[str]) -> pd.DataFrame:
-    """Run the job; every output row (clean and rejected) by row id, without the run id."""
-    argv = ["--config", str(config), "--run-id", run_id, *[x for s in sets for x in ("--set", s)]]
-    assert main(argv) == 0
+def output(spark, run_id: str) -> pd.DataFrame:
+    """Every output row of a run (clean and rejected) by row id, without the run id."""
     rows = spark.sql(
         f"SELECT *, false AS rejected FROM {DB}.bitext_clean WHERE run_id = '{run_id}'"
     ).toPandas()
@@ -63,20 +59,17 @@ def run_once(spark, config: Path, run_id: str, sets: list[str]) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def runs(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    lake = lake_root / DB
-    config = tmp_path_factory.mktemp("determinism") / "job.yaml"
-    paths = f"[{DATA / 'tatoeba-zh-en.zh'}, {DATA / 'tatoeba-zh-en.en'}]"
-    config.write_text(
-        f"extends: {CONF / 'zh-en.yaml'}\nlake: {{root: {lake}, database: {DB}}}\n"
-        f"inputs:\n  - {{corpus: tatoeba, paths: {paths}}}\n"
-        "align: {enabled: true, sample_pairs: 500}\n"
-        "embedding: {enabled: true, margin_k: 4}\n"
-    )
-    first = run_once(spark, config, "det-1", [])
+def runs(spark, scored_tatoeba: dict) -> dict:
+    """det-1 (conftest.py's `scored_tatoeba`: align on a 500-pair sample, embeddings with
+    margin k=4) and det-2, the same config run here with other partitioning."""
+    assert scored_tatoeba["database"] == DB and scored_tatoeba["run_id"] == "det-1"
+    first = output(spark, "det-1")
+    argv = ["--config", str(scored_tatoeba["config"]), "--run-id", "det-2",
+            "--set", "spark.partitions_per_core=1"]
     with session_conf(spark, OTHER_PARTITIONING):
-        second = run_once(spark, config, "det-2", ["spark.partitions_per_core=1"])
-    return {"first": first, "second": second, "lake": lake}
+        assert main(argv) == 0
+        second = output(spark, "det-2")
+    return {"first": first, "second": second, "lake": scored_tatoeba["lake"]}
 
 
 def differing_rows(a: pd.Series, b: pd.Series) -> int:

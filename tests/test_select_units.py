@@ -67,7 +67,7 @@ def test_training_is_deterministic(tmp_path: Path) -> None:
                                                    lines("seed-medical.en"), strict=True)]
     neg = [features(p, ("zh", "en")) for p in zip(lines("seed-news.zh"), lines("seed-news.en"),
                                                    strict=True)]
-    settings = {"epoch": 10, "lr": 0.5, "dim": 20, "seed": 1, "wordNgrams": 2, "bucket": 10000}
+    settings = {"epoch": 25, "lr": 0.2, "dim": 50, "seed": 1, "wordNgrams": 2, "bucket": 10000}
     probe = pos[:20] + neg[:20]
     got = [p_in_domain(load_classifier(train_classifier(pos, neg, str(tmp_path / f"{n}.bin"),
                                                         settings)), probe) for n in "xy"]

@@ -10,91 +10,18 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-import yaml
-from integration_helpers import query_lake, spark_submit
-
-from jobs.translate import model_id
-
-STREAMS = [
-    {"name": "ft-beam", "direction": "zh-en", "role": "forward", "method": "beam"},
-    {"name": "ft-beam-again", "direction": "zh-en", "role": "forward", "method": "beam"},
-    {"name": "ft-greedy", "direction": "zh-en", "role": "forward", "method": "greedy"},
-    {"name": "ft-greedy-spm", "direction": "zh-en", "role": "forward", "method": "greedy"},
-    {"name": "bt-sampling", "direction": "en-zh", "method": "sampling", "weight": 2},
-    {"name": "bt-sampling-seed2", "direction": "en-zh", "method": "sampling", "weight": 2,
-     "seed": 2},
-    {"name": "bt-sampling-again", "direction": "en-zh", "method": "sampling", "weight": 2},
-    {"name": "bt-noised", "direction": "en-zh", "method": "noised_beam"},
-]
-MAX_IN, MAX_OUT = 24, 40
-BAD_LINES = [
-    "",
-    "see http://example.com for more details on this",
-    "Добрый день, как дела у вас сегодня?",
-]
-
-
-def submit(job: str, *args: str) -> str:
-    done = spark_submit(*args, job=job)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout
+from integration_helpers import BT_BAD_LINES as BAD_LINES
+from integration_helpers import BT_MAX_IN as MAX_IN
+from integration_helpers import BT_MAX_OUT as MAX_OUT
+from integration_helpers import BT_STREAMS as STREAMS
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory, tiny_multi_ct2: Path, data_dir: Path) -> dict:
-    root = tmp_path_factory.mktemp("bt")
-    lake = root / "lake"
-    en = root / "mono.en"
-    en_lines = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:500]
-    en.write_text("\n".join(en_lines + BAD_LINES) + "\n", encoding="utf-8")
-    zh = data_dir / "tatoeba-zh-en.zh"
-    out = {"mono_en": submit("filter", "--lang", "en", "--corpus", "tatoeba", "--input",
-                             str(en), "--lake", str(lake))}
-    submit("filter", "--lang", "zh", "--corpus", "tatoeba", "--input", str(zh), "--lake", str(lake))
-
-    streams = []
-    for s in STREAMS:
-        stream = {**s, "model": str(tiny_multi_ct2), "input": {"limit": 60 * s.get("weight", 1)}}
-        if s["name"] == "ft-greedy-spm":  # the generic tokenizer: any CTranslate2 model
-            stream["tokenizer"] = {"kind": "sentencepiece",
-                                   "source_model": str(tiny_multi_ct2 / "spm.model"),
-                                   "source_prefix": ["<2en>"]}
-        streams.append(stream)
-    conf = root / "bt.yaml"
-    conf.write_text(yaml.safe_dump({
-        "lake": {"root": str(lake)}, "balance": True,
-        "decoding": {"max_input_tokens": MAX_IN, "max_output_tokens": MAX_OUT},
-        "streams": streams,
-    }), encoding="utf-8")
-    out["translate"] = submit("translate", "--config", str(conf), "--run-id", "bt1")
-    out["flags"] = submit("translate", "--model", str(tiny_multi_ct2), "--direction", "zh-en",
-                          "--method", "greedy", "--role", "forward", "--limit", "30",
-                          "--round", "2", "--lake", str(lake), "--run-id", "bt2")
-    out["feedback"] = submit(
-        "filter", "--pair", "en-zh", "--corpus", "bt-sampling-r1", "--format", "table",
-        "--input", "sluice.synthetic", "--where", "stream = 'bt-sampling' AND run_id = 'bt1'",
-        "--lake", str(lake), "--run-id", "fb1")
-    synth_cols = ("stream, role, method, params, model, round, direction, run_id, src, tgt, "
-                  "hypothesis, score, src_tokens, tgt_tokens, source_row_id, source_corpus, "
-                  "row_id")
-    out["rows"] = query_lake(lake, {
-        "synthetic": f"SELECT {synth_cols}, NULL FROM sluice.synthetic",
-        "synthetic_rejected": f"SELECT {synth_cols}, reject_reason "
-                              "FROM sluice.synthetic_rejected",
-        "stats": "SELECT stream, direction, role, method, model, available, selected, "
-                 "synthetic, rejected, rejected_by, run_id FROM sluice.translate_stats",
-        "mono": "SELECT lang, row_id, text FROM sluice.mono_clean",
-        "mono_rejected": "SELECT lang, text, reject_rule FROM sluice.mono_rejected",
-        "mono_stats": "SELECT pair, sum(rows_rejected), max(rows_in) FROM sluice.filter_stats "
-                      "WHERE run_id != 'fb1' GROUP BY pair",
-        "runs": "SELECT run_id, job, status FROM sluice.runs",
-        "fb_stats": "SELECT max(rows_in), sum(rows_rejected) FROM sluice.filter_stats "
-                    "WHERE run_id = 'fb1'",
-        "fb_clean": "SELECT src, tgt, extra FROM sluice.bitext_clean WHERE corpus = "
-                    "'bt-sampling-r1'",
-    })
-    out["model_id"] = model_id(str(tiny_multi_ct2))
-    return out
+def lake(translate_lake: dict) -> dict:
+    """Built once per session (conftest.py, integration_helpers.build_translate_lake): two
+    filter runs into mono_clean, the config run bt1 of STREAMS, the flags run bt2 (beam,
+    80 rows, round 2), the filter job on bt1's sampled pairs (fb1), every table read."""
+    return translate_lake
 
 
 KEYS = ["stream", "role", "method", "params", "model", "round", "direction", "run_id", "src",
@@ -164,8 +91,8 @@ def test_provenance_columns(lake: dict, tiny_multi_ct2: Path) -> None:
         elif s["method"] == "beam":
             assert params == {"beam_size": 4, "length_penalty": 1.0}
     second = rows(lake, "synthetic", "bt2") + rows(lake, "synthetic_rejected", "bt2")
-    assert len(second) == 30 and {r["round"] for r in second} == {2}
-    assert {r["stream"] for r in second} == {"forward-greedy"}
+    assert len(second) == 80 and {r["round"] for r in second} == {2}
+    assert {r["stream"] for r in second} == {"forward-beam"}
     assert len(rows(lake, "synthetic", "bt1")) > 0  # the second run added, did not replace
     runs = {r[0]: (r[1], r[2]) for r in lake["rows"]["runs"]}
     assert runs["bt1"] == runs["bt2"] == ("translate", "succeeded")
