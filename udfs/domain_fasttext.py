@@ -9,7 +9,10 @@ row is scored by the other fold's classifier, which never saw it.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
@@ -21,7 +24,6 @@ from udfs.ngram import lm_tokens
 from udfs.paths import on_this_worker
 
 IN, OUT = "__label__in", "__label__out"
-TRAIN_ATTEMPTS = 5
 SIDE_JOIN = " ||| "
 
 
@@ -31,28 +33,31 @@ def features(texts: Sequence[str | None], langs: Sequence[str]) -> str:
     return SIDE_JOIN.join(parts) if any(parts) else ""
 
 
+# Trained in a child process: in one process, a second training with the same lines and seed
+# gave another model (fastText keeps state between trainings: in the suite, P(in) 0.976 vs
+# 0.990 for the same line), and after a few trainings it stopped with "Encountered NaN"
+# every time; a fresh process gave the same model bytes 6 of 6 times.
+_TRAIN = """
+import json, sys, fasttext
+fasttext.FastText.eprint = lambda *args, **kwargs: None
+data, out, settings = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+fasttext.train_supervised(input=data, thread=1, verbose=0, **settings).save_model(out)
+"""
+
+
 def train_classifier(positives: list[str], negatives: list[str], out_path: str,
                      settings: dict) -> str:
     """Train on feature lines (from `features`) and save the model (.bin) at `out_path`.
-    One thread: the same lines and seed give the same model."""
+    One thread in a fresh process: the same lines and seed give the same model."""
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "train.txt")
         with open(data, "w", encoding="utf-8") as fh:
             for label, lines in ((IN, positives), (OUT, negatives)):
                 fh.writelines(f"{label} {line}\n" for line in lines if line)
-        fasttext.FastText.eprint = lambda *args, **kwargs: None
-        for attempt in range(TRAIN_ATTEMPTS):
-            try:
-                model = fasttext.train_supervised(input=data, thread=1, verbose=0, **settings)
-                break
-            except RuntimeError as err:
-                # fastText now and then stops with "Encountered NaN" on a small training
-                # set, and the same call with the same seed then succeeds (seen in 2 of ~20
-                # trainings on the 120-pair test seed, on a busy machine); the maintainers
-                # blame a too high lr where it always fails. So: try again, a few times.
-                if "NaN" not in str(err) or attempt == TRAIN_ATTEMPTS - 1:
-                    raise
-    model.save_model(out_path)
+        done = subprocess.run([sys.executable, "-c", _TRAIN, data, out_path,
+                               json.dumps(settings)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"fastText training failed: {done.stderr.strip()[-2000:]}")
     return out_path
 
 
