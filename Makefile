@@ -15,7 +15,7 @@ SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
 # default is INFO). pyspark's launcher reads $SPARK_HOME/conf, SPARK_HOME being the package.
 LOG4J  := $(VENV)/spark-conf.stamp
 
-.PHONY: setup demo demo-bt demo-select test lint bench clean
+.PHONY: setup demo demo-bt demo-select demo-refresh test lint bench clean
 
 setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
 
@@ -58,6 +58,20 @@ demo-select: setup
 	$(SUBMIT) jobs/filter.py --pair zh-en --corpus pool --input tests/data/select/pool-zh-en.tsv
 	$(SUBMIT) jobs/select.py --config conf/select-zh-en.yaml
 
+# Incremental refreshes (conf/refresh-zh-en.yaml): a first crawl dump and a Moses release
+# land in incoming/zh-en/ and are filtered; a second run finds nothing new ("up to date");
+# a new dump, a few of its pairs already in the lake, is filtered alone.
+demo-refresh: setup
+	mkdir -p incoming/zh-en/crawl incoming/zh-en/wmt
+	cp tests/data/anki-cmn-zh-en.tsv.gz incoming/zh-en/crawl/anki-001.tsv.gz
+	cp tests/data/tatoeba-zh-en.zh incoming/zh-en/wmt/tatoeba.zh
+	cp tests/data/tatoeba-zh-en.en incoming/zh-en/wmt/tatoeba.en
+	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
+	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
+	paste tests/data/align_tatoeba_zh-en.zh tests/data/align_tatoeba_zh-en.en \
+	  > incoming/zh-en/crawl/anki-002.tsv
+	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
+
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml
 	$(PY) -m training.export --force --out $@ \
@@ -73,4 +87,4 @@ bench: setup
 	$(PY) bench/filter_throughput.py
 
 clean:
-	rm -rf lake spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)
+	rm -rf lake incoming spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)

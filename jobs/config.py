@@ -399,8 +399,9 @@ def load_validated(
     overrides: list[str] | None,
     extra: dict | None,
 ) -> M:
-    """`defaults` <- config file chain <- `extra` <- `--set` overrides, validated as `model`."""
-    data = read_yaml(defaults)
+    """`defaults` (itself a chain: a job's defaults may extend defaults.yaml) <- config file
+    chain <- `extra` <- `--set` overrides, validated as `model`."""
+    data = load_chain(defaults)
     if path is not None:
         data = deep_merge(data, load_chain(Path(path)))
     if extra:

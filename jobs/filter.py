@@ -104,6 +104,9 @@ class FilterRun:
         self.spark, self.lake, self.cfg, self.run_id = spark, lake, cfg, run_id
         self.dir = lake.run_dir(run_id)
         self.layout = Layout(cfg.mono)
+        # Columns the staged rows are also partitioned by and the tables do not hold (a
+        # refresh keeps each source file's rows in files of their own: jobs/refresh.py).
+        self.source_cols: list[str] = []
 
     def read_inputs(self) -> DataFrame:
         frames = []
@@ -165,11 +168,12 @@ class FilterRun:
         with self.stage(f"ingest into {lay.raw}"):
             # Spread by row id: a gzip file is read as one partition.
             spread = raw.repartition(self.partitions(), "row_id")
-            raw = lay.inward(self.staged(lay.outward(spread), lay.raw, [key, "corpus"]))
+            parts = [key, "corpus", *self.source_cols]
+            raw = lay.inward(self.staged(lay.outward(spread), lay.raw, parts))
 
         langid = for_executors(self.spark, self.cfg.langid.model, "fastText language-ID model")
-        decided = dedup(
-            score_and_decide(normalize_and_analyze(raw, self.cfg, langid), self.cfg), self.cfg
+        decided = self.deduplicate(
+            score_and_decide(normalize_and_analyze(raw, self.cfg, langid), self.cfg)
         )
         decided = self.pair_scores(decided)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
@@ -177,7 +181,8 @@ class FilterRun:
         scorers = self.cfg.align.enabled or self.cfg.embedding.enabled
         last = "embeddings" if self.cfg.embedding.enabled else "write"
         with self.stage(last if scorers else "normalize+rules+langid+dedup"):
-            decided = self.staged(lay.outward(decided), lay.prefix, [key, "corpus", "outcome"])
+            parts = [key, "corpus", "outcome", *self.source_cols]
+            decided = self.staged(lay.outward(decided), lay.prefix, parts)
         for step in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
             self.lake.delete(f"{self.dir}/{step}")
         with self.stage("conservation check"):
@@ -191,10 +196,15 @@ class FilterRun:
         log("funnel\n" + funnel(counts, sequence))
         return self.flips(sorted(counts.rows_in))
 
+    def deduplicate(self, decided: DataFrame) -> DataFrame:
+        """Duplicates among the run's rows (jobs/stages.py)."""
+        return dedup(decided, self.cfg)
+
     def ensure_tables(self, raw: DataFrame, decided: DataFrame, stats: DataFrame) -> None:
         """`bitext` (or `mono`) holds clean and rejected rows, partitioned by outcome, so one
         swap publishes both; `bitext_clean`/`bitext_rejected` are views on it."""
         lay = self.layout
+        raw, decided = raw.drop(*self.source_cols), decided.drop(*self.source_cols)
         self.lake.ensure_table(lay.raw, raw.schema, [lay.key, "corpus"])
         self.lake.ensure_table(lay.prefix, decided.schema, [lay.key, "corpus", "outcome"])
         self.lake.ensure_table("filter_stats", stats.schema, ["run_id"])

@@ -127,10 +127,21 @@ def dedup_rules(cfg: FilterConfig) -> list[str]:
     return [rule for rule, on in wanted.items() if on]
 
 
-def dedup(df: DataFrame, cfg: FilterConfig) -> DataFrame:
+# Each dedup pass's key, hashed and stored with every row (bitext/mono tables): a later run
+# looks new rows up against committed ones by these (lake-wide dedup, jobs/refresh.py),
+# reading two longs a row instead of recomputing keys from the text.
+KEY_HASH = {"duplicate": "dup_key", "duplicate_source": "dup_key_src",
+            "duplicate_target": "dup_key_tgt"}
+
+
+def dedup(df: DataFrame, cfg: FilterConfig, committed: DataFrame | None = None) -> DataFrame:
     """Among rows no rule rejected, keep the first of each duplicate group by (corpus, file,
     line); the others get reject_rule `duplicate` (then `duplicate_source`/`_target` when
-    side dedup is on) and `dup_of` = the survivor's row_id."""
+    side dedup is on) and `dup_of` = the survivor's row_id.
+
+    `committed`: rows already in the lake (`dup_key*`, row_id, corpus, file, line). A new row
+    whose key one of them has is a duplicate of it (the committed row survives: the first of
+    them by corpus, file, line), before the new rows are deduplicated among themselves."""
     df = df.withColumn("dup_of", F.lit(None).cast("long"))
     src_key, tgt_key = dedup_key(F.col("src"), cfg.dedup), dedup_key(F.col("tgt"), cfg.dedup)
     keys = {
@@ -138,9 +149,29 @@ def dedup(df: DataFrame, cfg: FilterConfig) -> DataFrame:
         "duplicate_source": src_key,
         "duplicate_target": tgt_key,
     }
+    stored = ["duplicate"] if cfg.mono else list(KEY_HASH)
+    df = df.withColumns({KEY_HASH[rule]: F.xxhash64(keys[rule]) for rule in stored})
     for rule in dedup_rules(cfg):
+        if committed is not None:
+            df = _mark_committed_duplicates(df, rule, committed)
         df = _mark_duplicates(df, rule, keys[rule])
     return df
+
+
+def _mark_committed_duplicates(df: DataFrame, rule: str, committed: DataFrame) -> DataFrame:
+    column = KEY_HASH[rule]
+    wanted = df.where(alive()).select(column).distinct()  # only keys the new rows have
+    first = F.min(F.struct("corpus", "file", "line", "row_id"))
+    survivors = (
+        committed.select(column, "corpus", "file", "line", "row_id")
+        .join(wanted, column)
+        .groupBy(column)
+        .agg(first["row_id"].alias("_committed"))
+    )
+    df = df.join(survivors, column, "left").select(*df.columns, "_committed")
+    is_dup = alive() & F.col("_committed").isNotNull()
+    df = df.withColumn("dup_of", F.when(is_dup, F.col("_committed")).otherwise(F.col("dup_of")))
+    return reject_where(df, is_dup, "dedup", rule).drop("_committed")
 
 
 def _mark_duplicates(df: DataFrame, rule: str, key: Column) -> DataFrame:

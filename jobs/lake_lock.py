@@ -1,0 +1,141 @@
+"""One refresh per lake at a time: a lock file in the lake, `<root>/locks/refresh.lock`.
+
+A local lake (every process that opens it runs on this machine) is locked with flock(2) on
+that file: the kernel releases the lock when its holder exits, however it exits, so a crashed
+refresh never leaves the lake locked. The file holds who has it, for the refusal message.
+
+A lake on HDFS or S3A is locked by creating the file (create without overwrite fails when it
+exists). Its holder rewrites it every `heartbeat_s` seconds from a daemon thread and deletes
+it on exit; a lock not rewritten for `stale_after_s` (its holder crashed, or its host went
+away) is taken over. Two refreshes finding the same stale lock at the same instant could both
+take it: the window is one delete-create, and the heartbeat thread gives up the lake (the
+job stops before its commit) when it finds the file is no longer its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from udfs.paths import is_local_path, local_path
+
+BUSY_EXIT = 75  # EX_TEMPFAIL: nothing was wrong, try again later (cron logs tell it apart)
+
+
+class LakeBusy(RuntimeError):
+    """Another refresh holds the lake's lock."""
+
+
+def holder_info(run_id: str) -> dict[str, Any]:
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "run_id": run_id,
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def describe(info: str, path: str) -> str:
+    try:
+        who = json.loads(info)
+        holder = f"run {who['run_id']} (pid {who['pid']} on {who['host']}, since {who['since']})"
+    except (ValueError, KeyError, TypeError):
+        holder = "another refresh"
+    return f"the lake is being refreshed by {holder}: lock {path}; this refresh did nothing"
+
+
+class LocalLock:
+    """flock on a file of a local lake; released by the kernel when the process ends."""
+
+    def __init__(self, root: str) -> None:
+        self.path = os.path.join(local_path(root), "locks", "refresh.lock")
+        self.fd: int | None = None
+
+    def acquire(self, run_id: str) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            info = os.pread(fd, 4096, 0).decode(errors="replace")
+            os.close(fd)
+            raise LakeBusy(describe(info, self.path)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder_info(run_id)).encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
+class RemoteLock:
+    """A lock file created without overwrite, kept fresh by a heartbeat (HDFS, S3A)."""
+
+    def __init__(self, lake: Any, heartbeat_s: float, stale_after_s: float) -> None:
+        self.lake = lake
+        self.path = f"{lake.root}/locks/refresh.lock"
+        self.heartbeat_s, self.stale_after_s = heartbeat_s, stale_after_s
+        self.content = ""
+        self.lost = threading.Event()
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def _fs(self):
+        return self.lake._fs(self.path)
+
+    def _create(self) -> bool:
+        """Create the lock file with our content; False when it exists."""
+        path = self.lake._Path(self.path)
+        try:
+            out = self._fs().create(path, False)
+        except Exception as err:  # FileAlreadyExistsException
+            if "AlreadyExists" in str(err) or "exists" in str(err):
+                return False
+            raise
+        out.write(bytearray(self.content.encode()))
+        out.close()
+        return True
+
+    def _age_s(self) -> float:
+        status = self._fs().getFileStatus(self.lake._Path(self.path))
+        return time.time() - status.getModificationTime() / 1000
+
+    def acquire(self, run_id: str) -> None:
+        self.lake.mkdirs(f"{self.lake.root}/locks")
+        self.content = json.dumps(holder_info(run_id))
+        if not self._create():
+            if self._age_s() < self.stale_after_s:
+                raise LakeBusy(describe(self.lake.read_text(self.path) or "", self.path))
+            self.lake.delete(self.path)  # stale: its holder stopped beating
+            if not self._create():
+                raise LakeBusy(describe(self.lake.read_text(self.path) or "", self.path))
+        self.thread = threading.Thread(target=self._beat, daemon=True, name="lake-lock")
+        self.thread.start()
+
+    def _beat(self) -> None:
+        while not self.stop.wait(self.heartbeat_s):
+            if self.lake.read_text(self.path) != self.content:
+                self.lost.set()  # taken over: the job checks `lost` before it commits
+                return
+            self.lake.write_text(self.path, self.content)  # a new modification time
+
+    def release(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+        if not self.lost.is_set() and self.lake.read_text(self.path) == self.content:
+            self.lake.delete(self.path)
+
+
+def local_lock(root: str) -> LocalLock | None:
+    """The lock of a local lake, taken before Spark starts; None for a remote lake."""
+    return LocalLock(root) if is_local_path(root) else None

@@ -1,0 +1,266 @@
+"""Scheduled, incremental corpus refreshes: only new or changed source files go through the
+filter funnel, deduplicated against the whole lake.
+
+    spark-submit jobs/refresh.py --config conf/refresh-zh-en.yaml     # e.g. hourly, from cron
+    spark-submit jobs/refresh.py --config conf/refresh-zh-en.yaml --full   # rebuild them all
+
+The config is a filter config (it `extends` one) with `sources:` ({corpus, path, format}: a
+directory or glob that grows) and `refresh:` settings (conf/refresh-defaults.yaml). A
+refresh lists the sources, compares them with the `input_files` manifest, filters the new
+and changed files in one run (conservation check, atomic commit), and replaces those files'
+rows and nothing else. With nothing to do it prints "up to date" and exits 0. One refresh
+per lake at a time: another exits 75 with who holds the lock (jobs/lake_lock.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# jobs/ off sys.path: jobs/select.py would shadow the standard library's `select` (filter.py).
+_JOBS = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _JOBS]
+
+import argparse
+from functools import partial
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import ConfigError, InputConf
+from jobs.filter import FilterRun
+from jobs.ingest import read_input, union_all
+from jobs.lake import Flip, Lake, check_run_id, write_staged
+from jobs.lake_lock import BUSY_EXIT, LakeBusy, RemoteLock, local_lock
+from jobs.progress import log
+from jobs.refresh_config import RefreshConfig, load_refresh_config
+from jobs.refresh_manifest import (
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    Plan,
+    checksum,
+    list_sources,
+    manifest_rows,
+    plan_refresh,
+    read_manifest,
+    read_manifest_files,
+)
+from jobs.refresh_units import SOURCE_COLUMN, SOURCE_FILE, UnitBuilder
+from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.stages import KEY_HASH, dedup, dedup_rules
+from udfs.dedup import dedup_key
+from udfs.paths import is_local_path, local_path
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="jobs/refresh.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", required=True, help="refresh config (sources + filter settings)")
+    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
+    p.add_argument("--full", action="store_true",
+                   help="process every source file again (a full rebuild of these corpora)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set refresh.missing_files=drop")
+    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    return p.parse_args(argv)
+
+
+class RefreshRun(FilterRun):
+    """The filter run over a refresh's new and changed files, committed as units that keep
+    every other file's rows (jobs/refresh_units.py), with the manifest in the same commit."""
+
+    def __init__(self, spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str,
+                 plan: Plan) -> None:
+        super().__init__(spark, lake, cfg, run_id)
+        self.cfg: RefreshConfig = cfg
+        self.plan = plan
+        self.source_cols = [SOURCE_COLUMN]
+        self.rows_in: dict[str, int] = {}  # lines read per processed file id
+
+    def read_inputs(self) -> DataFrame:
+        frames = []
+        for file in self.plan.process:
+            log(f"reading {file.corpus} ({self.plan.why[file.file_id]}): {' '.join(file.paths)}")
+            inp = InputConf(corpus=file.corpus, paths=file.paths, format=file.format)
+            rows = read_input(self.spark, inp, self.cfg.key, self.cfg.ingest.max_line_chars,
+                              self.cfg.mono)
+            frames.append(rows.withColumn(SOURCE_COLUMN, F.lit(file.file_id)))
+        return union_all(frames)
+
+    def deduplicate(self, decided: DataFrame) -> DataFrame:
+        committed = self.committed() if self.cfg.refresh.lake_dedup else None
+        return dedup(decided, self.cfg, committed)
+
+    def committed(self) -> DataFrame | None:
+        """The lake's clean rows of this pair (every corpus) that stay: not those of files
+        this refresh replaces or drops. Their key hashes are read, not recomputed; rows
+        committed before sluice stored them get theirs computed from the text."""
+        table = self.lake.qualified(self.layout.prefix)
+        if not self.spark.catalog.tableExists(f"{self.lake.database}.{self.layout.prefix}"):
+            return None
+        self.spark.catalog.refreshTable(f"{self.lake.database}.{self.layout.prefix}")
+        rows = self.spark.table(table).where(
+            (F.col("outcome") == "clean") & (F.col(self.layout.key) == self.cfg.key))
+        source = F.regexp_extract(F.col("_metadata.file_name"), SOURCE_FILE.pattern, 1)
+        rows = rows.where(~source.isin(sorted(self.plan.removed)))
+        hashes = [KEY_HASH[rule] for rule in dedup_rules(self.cfg)]
+        text = "text" if self.cfg.mono else "src"
+        keys = self.key_expressions(text)
+        if any(h not in rows.columns for h in hashes):  # a lake from before the hashes
+            return rows.withColumns({h: keys[h] for h in hashes})
+        if not rows.where(" OR ".join(f"{h} IS NULL" for h in hashes)).isEmpty():
+            rows = rows.withColumns({h: F.coalesce(F.col(h), keys[h]) for h in hashes})
+        return rows
+
+    def key_expressions(self, text: str) -> dict[str, F.Column]:
+        src = dedup_key(F.col(text), self.cfg.dedup)
+        tgt = dedup_key(F.lit(None).cast("string") if self.cfg.mono else F.col("tgt"),
+                        self.cfg.dedup)
+        return {"dup_key": F.xxhash64(F.concat_ws("\t", src, tgt)),
+                "dup_key_src": F.xxhash64(src), "dup_key_tgt": F.xxhash64(tgt)}
+
+    def commit_units(self) -> list[Flip]:
+        """Everything the refresh publishes: its filter stats, the changed corpora's units
+        and the manifest."""
+        flips = self.execute(self.read_inputs()) if self.plan.process else self.units()
+        return [*flips, self.manifest_flip()]
+
+    def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
+        raw = self.spark.read.parquet(f"{self.dir}/{self.layout.raw}")  # before units take it
+        self.rows_in = {r[SOURCE_COLUMN]: r["count"]
+                        for r in raw.groupBy(SOURCE_COLUMN).count().collect()}
+        stats = {"run_id": self.run_id}
+        where = self.lake.partition_path(stats)
+        return [Flip("filter_stats", stats, f"{self.dir}/filter_stats/{where}"), *self.units()]
+
+    def units(self) -> list[Flip]:
+        lay, builder = self.layout, UnitBuilder(self.lake, self.dir, self.plan.removed)
+        processed = {f.corpus for f in self.plan.process}
+        outcomes = [{"outcome": "clean"}, {"outcome": "rejected"}]
+        flips = []
+        for corpus in sorted(self.plan.corpora):
+            part = {lay.key: self.cfg.key, "corpus": corpus}
+            staged = corpus in processed
+            flips.append(builder.unit(lay.raw, part, [], staged))
+            flips.append(builder.unit(lay.prefix, part, outcomes, staged))
+        self.lake._hook("units assembled")
+        return flips
+
+    def manifest_flip(self) -> Flip:
+        rows = manifest_rows(self.plan, self.rows_in, self.cfg.filter_hash(), self.run_id,
+                             self.cfg.key)
+        df = self.spark.createDataFrame(rows, MANIFEST_SCHEMA)
+        write_staged(df, f"{self.dir}/{MANIFEST}", ["key"])
+        self.lake.ensure_table(MANIFEST, df.schema, ["key"])
+        part = {"key": self.cfg.key}
+        return Flip(MANIFEST, part, f"{self.dir}/{MANIFEST}/{self.lake.partition_path(part)}")
+
+
+def config_from_args(args: argparse.Namespace) -> RefreshConfig:
+    extra = {"lake": {"root": args.lake}} if args.lake else None
+    cfg = load_refresh_config(args.config, args.set, extra)
+    cfg.langs  # noqa: B018 - raises ConfigError when neither pair nor lang is set
+    return cfg
+
+
+def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str,
+            full: bool) -> int:
+    listed = list_sources(spark, cfg) or []
+    manifest = read_manifest(spark, cfg.lake.database, cfg.key)
+    plan = plan_refresh(listed, manifest, cfg.filter_hash(), cfg.refresh.missing_files,
+                        partial(checksum, spark), full)
+    log(f"refresh {cfg.key}: {plan.summary()}")
+    if plan.up_to_date:
+        say_up_to_date(cfg, len(listed))
+        return 0
+    job = RefreshRun(spark, lake, cfg, run_id, plan)
+    inputs = [{"corpus": f.corpus, "paths": f.paths, "format": f.format,
+               "why": plan.why[f.file_id]} for f in plan.process]
+    inputs += [{"corpus": e.corpus, "paths": [e.path], "why": "dropped"} for e in plan.dropped]
+    query = (f"SELECT corpus, status, count(*) AS files, sum(rows) AS rows FROM "
+             f"{cfg.lake.database}.{MANIFEST} WHERE key = '{cfg.key}' GROUP BY corpus, status")
+    run_and_commit(spark, lake, cfg, "refresh", run_id, inputs, job.commit_units, query)
+    if cfg.refresh.select and plan.process:
+        select_new_rows(cfg, run_id)
+    return 0
+
+
+def say_up_to_date(cfg: RefreshConfig, files: int) -> None:
+    print(f"up to date: {files} source files of {cfg.key}, nothing new or changed")
+
+
+def quick_up_to_date(cfg: RefreshConfig) -> bool:
+    """Whether a local lake is up to date, told from the committed manifest files and a
+    listing of local sources, before Spark starts (about a second). Only a certain "yes"
+    counts: with a commit to roll forward, a file whose size or time changed, or a remote
+    path, the refresh starts Spark and decides there."""
+    root = cfg.lake.root
+    if not is_local_path(root):
+        return False
+    lake = local_path(root)
+    journal = os.path.join(lake, "journal")
+    if os.path.isdir(journal) and any(n.endswith(".json") for n in os.listdir(journal)):
+        return False
+    manifest = read_manifest_files(os.path.join(lake, "tables", MANIFEST, f"key={cfg.key}"))
+    listed = list_sources(None, cfg)
+    if manifest is None or listed is None:
+        return False
+
+    def needs_spark(file: object) -> str:
+        raise LookupError  # a checksum is wanted: not certain without reading the file
+
+    try:
+        plan = plan_refresh(listed, manifest, cfg.filter_hash(), cfg.refresh.missing_files,
+                            needs_spark)
+    except LookupError:
+        return False
+    if plan.up_to_date:
+        say_up_to_date(cfg, len(listed))
+    return plan.up_to_date
+
+
+def select_new_rows(cfg: RefreshConfig, run_id: str) -> None:
+    """The configured selection job on the rows this refresh added (same Spark session)."""
+    from jobs import select as select_job
+
+    log(f"selection on the new rows: {cfg.refresh.select}")
+    code = select_job.main(["--config", cfg.refresh.select, "--lake", cfg.lake.root,
+                            "--where", f"run_id = '{run_id}'"])
+    if code != 0:
+        raise ConfigError(f"the selection ({cfg.refresh.select}) failed after the refresh "
+                          f"{run_id} committed (exit {code})")
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
+    if not args.full and quick_up_to_date(cfg):
+        return 0
+    lock = local_lock(cfg.lake.root)  # taken before Spark starts: a busy lake answers at once
+    if lock is not None:
+        lock.acquire(run_id)
+    try:
+        spark, lake = open_lake("sluice-refresh", cfg)
+        if lock is None:
+            lock = RemoteLock(lake, cfg.refresh.heartbeat_s, cfg.refresh.stale_after_s)
+            lock.acquire(run_id)
+        return refresh(spark, lake, cfg, run_id, args.full)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return exit_code(lambda: run(args))
+    except LakeBusy as busy:
+        print(f"sluice: {busy}", file=sys.stderr)
+        return BUSY_EXIT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
