@@ -130,7 +130,7 @@ def hadoop_files(spark: SparkSession, source: SourceConf) -> dict[str, tuple[int
     """path -> (size, modification ms) of the files of one source, as Spark reads them: a
     directory's non-hidden files (recursively), or a glob's matches. A path that does not
     exist is an error (a glob matching nothing is not: the crawl may not have written its
-    first file yet)."""
+    first file yet). Hidden names are skipped, also where a glob matches them."""
     jvm = spark.sparkContext._jvm
     hpath = jvm.org.apache.hadoop.fs.Path(source.path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -141,7 +141,13 @@ def hadoop_files(spark: SparkSession, source: SourceConf) -> dict[str, tuple[int
         file.getPath().toString(): (file.getLen(), file.getModificationTime())
         for status in statuses
         for file in listed_files(fs, status)
+        if not hidden(file.getPath().getName())
     }
+
+
+def hidden(name: str) -> bool:
+    """A file still being written, by convention (`.x`, `_x`): not read until renamed."""
+    return name.startswith(("_", "."))
 
 
 def local_files(source: SourceConf) -> dict[str, tuple[int, int]] | None:
@@ -150,17 +156,18 @@ def local_files(source: SourceConf) -> dict[str, tuple[int, int]] | None:
     if not is_local_path(source.path) or "{" in source.path:
         return None
     path = local_path(source.path)
-    matches = globlib.glob(path) if globlib.has_magic(path) else [path]
-    if not matches and not globlib.has_magic(path):
+    if not globlib.has_magic(path) and not os.path.exists(path):
         return None  # Hadoop's listing says what is wrong
+    matches = globlib.glob(path) if globlib.has_magic(path) else [path]
     found = {}
     for match in matches:
         if os.path.isfile(match):
-            found[match] = os.stat(match)
+            if not hidden(os.path.basename(match)):
+                found[match] = os.stat(match)
             continue
         for folder, _, names in os.walk(match):
             for name in names:
-                if not name.startswith(("_", ".")):
+                if not hidden(name):
                     file = os.path.join(folder, name)
                     found[file] = os.stat(file)
     return {f"file:{path}": (st.st_size, st.st_mtime_ns // 1_000_000)

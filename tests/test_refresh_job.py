@@ -1,0 +1,226 @@
+"""Incremental refreshes through the real `spark-submit jobs/refresh.py`, on real text
+(Anki/Tatoeba zh-en), one lake taken through a refresh's life:
+
+1. two sources (a crawl TSV, a Moses release) -> both filtered; a second refresh started
+   meanwhile is refused (exit 75, names the holder);
+2. nothing new -> "up to date", before Spark starts;
+3. a new dump repeating committed pairs, killed in the middle of its commit (SIGKILL) ->
+   readers see the old or the new rows of each corpus, never a mix; the next refresh rolls
+   it forward; only the new file was filtered; its repeats are `duplicate` of the committed
+   rows (`dup_of`); nothing else was rewritten (same Parquet files, same inodes);
+4. the dump changes (and another file is only touched), killed before its commit -> nothing
+   visible; rerun -> only that file's rows replaced;
+5. a filter setting changes and the release disappears (`missing_files: drop`) -> every
+   file reprocessed, the release's rows gone.
+A second lake takes steps 1 and 3 without kills: its tables equal the killed lake's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+from integration_helpers import BIN, REPO, alongside, query_lake, spark_env
+
+ROWS = ["row_id", "corpus", "file", "line", "outcome", "reject_rule", "dup_of", "src", "tgt"]
+
+
+def refresh(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / "jobs/refresh.py"),
+           "--config", str(config), *args]
+    return subprocess.run(cmd, cwd=REPO, env=env or spark_env(), capture_output=True,
+                          text=True, timeout=900)
+
+
+def ok(done: subprocess.CompletedProcess) -> str:
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    return out
+
+
+def table(lake: Path, name: str, columns: list[str] | None = None) -> list[dict]:
+    path = lake / "tables" / name
+    if not path.exists():
+        return []
+    data = ds.dataset(path, format="parquet", partitioning="hive")
+    return data.to_table(columns=columns).to_pylist()
+
+
+def bitext(lake: Path) -> dict[int, tuple]:
+    return {r["row_id"]: tuple(r[c] for c in ROWS) for r in table(lake, "bitext", ROWS)}
+
+
+def manifest(lake: Path) -> dict[str, dict]:
+    return {Path(r["path"]).name: r for r in table(lake, "input_files")}
+
+
+def inodes(lake: Path, corpus: str) -> dict[str, int]:
+    unit = lake / "tables" / "bitext" / "pair=zh-en" / f"corpus={corpus}"
+    return {str(p.relative_to(unit)): p.stat().st_ino for p in unit.rglob("*.parquet")}
+
+
+def stats(lake: Path, run_id: str) -> Counter:
+    """Rows read per corpus by one run (its filter_stats)."""
+    rows = table(lake, "filter_stats")
+    seen = {(r["corpus"], r["rows_in"]) for r in rows if r["run_id"] == run_id and r["step"] == 1}
+    return Counter(dict(seen))
+
+
+def run_ids(lake: Path, job: str = "refresh") -> list[str]:
+    return sorted(r["run_id"] for r in table(lake, "runs") if r["job"] == job
+                  and r["status"] == "succeeded")
+
+
+@pytest.fixture(scope="module")
+def text(data_dir: Path) -> dict[str, list[str]]:
+    with gzip.open(data_dir / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        anki = ["\t".join(line.rstrip("\n").split("\t")[:2]) for line in f]
+    zh = (data_dir / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines()
+    en = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()
+    return {"anki": anki, "zh": zh, "en": en}
+
+
+def write(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def config(root: Path, sources: Path, name: str) -> Path:
+    path = root / f"{name}.yaml"
+    path.write_text(
+        f"extends: {REPO}/conf/zh-en.yaml\n"
+        f"lake: {{root: {root / name}}}\n"
+        "sources:\n"
+        f"  - {{corpus: 'crawl:web', path: {sources}/crawl, format: tsv}}\n"
+        f"  - {{corpus: wmt, path: {sources}/wmt, format: moses}}\n",
+        encoding="utf-8")
+    return path
+
+
+def wait_for_lock(lake: Path, process: subprocess.Popen, timeout: float = 120) -> None:
+    lock = lake / "locks" / "refresh.lock"
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        if lock.exists() and lock.stat().st_size > 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the first refresh never took the lake lock")
+
+
+def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
+    sources = tmp_path / "sources"
+    anki = text["anki"]
+    write(sources / "crawl" / "a.tsv", anki[:600])
+    write(sources / "wmt" / "rel.zh", text["zh"][:400])
+    write(sources / "wmt" / "rel.en", text["en"][:400])
+    killed, plain = config(tmp_path, sources, "lake"), config(tmp_path, sources, "reference")
+    lake, reference = tmp_path / "lake", tmp_path / "reference"
+
+    # 1. First refresh; a second one started while it holds the lock is refused.
+    first = subprocess.Popen(
+        [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / "jobs/refresh.py"),
+         "--config", str(killed)], cwd=REPO, env=spark_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+
+    def refused() -> subprocess.CompletedProcess:
+        wait_for_lock(lake, first)
+        return refresh(killed)
+
+    _, second = alongside(lambda: ok(refresh(plain)), refused)
+    out, _ = first.communicate(timeout=900)
+    assert first.returncode == 0, out[-4000:]
+    assert second.returncode == 75, second.stdout + second.stderr
+    assert "the lake is being refreshed by run" in second.stdout + second.stderr
+    [r1] = run_ids(lake)
+    assert stats(lake, r1) == Counter({"crawl:web": 600, "wmt": 400})
+    files = manifest(lake)
+    assert {n: (f["status"], f["rows"], f["run_id"]) for n, f in files.items()} == {
+        "a.tsv": ("done", 600, r1), "rel.zh": ("done", 400, r1)}
+    assert files["rel.zh"]["path_tgt"].endswith("rel.en")
+    rows = bitext(lake)
+    assert Counter((r[1], r[4]) for r in rows.values())[("crawl:web", "clean")] > 500
+    assert len(rows) == 1000
+
+    # 2. Nothing new: answered from the manifest's files, before Spark starts.
+    quiet = ok(refresh(killed))
+    assert "up to date: 2 source files of zh-en" in quiet and "starting Spark" not in quiet
+
+    # 3. A new dump: 300 new pairs, 40 pairs of a.tsv again, 10 of its own lines twice.
+    clean_a = [r for r in rows.values() if r[2].endswith("a.tsv") and r[4] == "clean"]
+    repeats = {r[3]: r[0] for r in sorted(clean_a, key=lambda r: r[3])[:40]}  # line -> id
+    b_lines = anki[600:900] + [anki[line - 1] for line in repeats] + anki[600:610]
+    write(sources / "crawl" / "b.tsv", b_lines)
+    before_a, before_wmt = inodes(lake, "crawl%3Aweb"), inodes(lake, "wmt")
+    kill = dict(spark_env(), SLUICE_KILL_AT="published bitext")
+    _, done = alongside(lambda: ok(refresh(plain)), lambda: refresh(killed, env=kill))
+    assert done.returncode != 0
+    now = bitext(lake)  # a fresh reader, before anything recovers
+    in_crawl = sum(r[1] == "crawl:web" for r in now.values())
+    assert in_crawl in (600, 600 + len(b_lines)), in_crawl  # all old or all new
+    assert manifest(lake).keys() == {"a.tsv", "rel.zh"}  # not done until it all committed
+    again = ok(refresh(killed))
+    assert "rolled forward the interrupted commit" in again and "up to date" in again
+    r3 = run_ids(lake)[-1]
+    assert stats(lake, r3) == Counter({"crawl:web": len(b_lines)})  # only the new file
+    rows = bitext(lake)
+    assert len(rows) == 1000 + len(b_lines)
+    new = {r[3]: r for r in rows.values() if r[2].endswith("b.tsv")}
+    for k, row_id in enumerate(repeats.values()):
+        assert new[301 + k][5:7] == ("duplicate", row_id)  # the committed row survives
+    for k in range(10):
+        first_copy = new[1 + k]
+        if first_copy[4] == "clean":
+            assert new[341 + k][5:7] == ("duplicate", first_copy[0])
+    kept_a = {k: v for k, v in inodes(lake, "crawl%3Aweb").items() if k in before_a}
+    assert kept_a == before_a and inodes(lake, "wmt") == before_wmt  # nothing rewritten
+    assert bitext(reference) == rows  # killed + rerun == uninterrupted
+    strip = ("run_id", "updated_at", "modified_ms", "config_hash")
+    assert ({n: {k: v for k, v in f.items() if k not in strip} for n, f in
+             manifest(reference).items()} ==
+            {n: {k: v for k, v in f.items() if k not in strip} for n, f in
+             manifest(lake).items()})
+
+    # 4. b.tsv changes (a.tsv is only touched), killed before its commit, then rerun.
+    changed = b_lines[:200] + ["新的句子。\tA new sentence."]
+    write(sources / "crawl" / "b.tsv", changed)
+    os.utime(sources / "crawl" / "a.tsv")
+    stopped = refresh(killed, env=dict(spark_env(), SLUICE_KILL_AT="units assembled"))
+    assert stopped.returncode != 0
+    assert bitext(lake) == rows  # nothing of it visible
+    ok(refresh(killed))
+    r4 = run_ids(lake)[-1]
+    assert stats(lake, r4) == Counter({"crawl:web": len(changed)})
+    rows = bitext(lake)
+    per_file = Counter(Path(r[2]).name for r in rows.values())
+    assert per_file == Counter({"a.tsv": 600, "rel.zh": 400, "b.tsv": len(changed)})
+    files = manifest(lake)
+    assert files["a.tsv"]["run_id"] == r1 and files["b.tsv"]["run_id"] == r4
+    assert files["a.tsv"]["modified_ms"] == int((sources / "crawl" / "a.tsv").stat().st_mtime_ns
+                                                // 1_000_000)
+
+    # 5. Another filter setting, and the release gone with missing_files: drop.
+    for name in ("rel.zh", "rel.en"):
+        (sources / "wmt" / name).unlink()
+    ok(refresh(killed, "--set", "rules.max_tokens=6", "--set", "refresh.missing_files=drop"))
+    r5 = run_ids(lake)[-1]
+    assert stats(lake, r5) == Counter({"crawl:web": 600 + len(changed)})
+    rows = bitext(lake)
+    assert {r[1] for r in rows.values()} == {"crawl:web"} and len(rows) == 600 + len(changed)
+    assert Counter(r[5] for r in rows.values())["too_many_tokens"] > 50
+    assert set(manifest(lake)) == {"a.tsv", "b.tsv"}
+
+    # The catalog agrees with the files.
+    got = query_lake(lake, {
+        "clean": "SELECT count(*) FROM sluice.bitext_clean",
+        "files": "SELECT count(*), sum(rows) FROM sluice.input_files WHERE status = 'done'",
+        "runs": "SELECT run_id FROM sluice.runs WHERE job = 'refresh' AND status = 'running'",
+    })
+    assert got["clean"] == [[sum(r[4] == "clean" for r in rows.values())]]
+    assert got["files"] == [[2, 600 + len(changed)]] and got["runs"] == []
+    assert not list((lake / "runs").iterdir())  # no staged data left behind

@@ -1,0 +1,267 @@
+"""examples/schedule/: the crontab's job line run as cron runs it, and the two examples that
+cannot run here (Airflow, the Kubernetes Spark operator) checked against it.
+
+The crontab's own command string is run with /bin/sh from a directory that is not the
+deployment, in cron's near-empty environment (PATH=/usr/bin:/bin, no PYSPARK_* variables,
+nothing of this test process's venv) plus the crontab's variable lines, SLUICE_HOME pointing at
+a temporary deployment: links to this checkout's .venv, jobs, udfs, conf and models, and an
+incoming/zh-en/ with one crawl dump of 300 real pairs. Three starts: the first commits the
+dump, the second finds it up to date, the third (a new dump, the lake lock held by this test as
+a running refresh holds it) exits 75 and writes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import gzip
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEDULE = REPO / "examples" / "schedule"
+DATA = REPO / "tests" / "data"
+LINKED = (".venv", "jobs", "udfs", "conf", "models")
+CRAWL_LINES = 300
+VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$")
+
+
+# -- the crontab ------------------------------------------------------------------------------
+def parse_crontab(text: str) -> tuple[dict[str, str], list[tuple[list[str], str]]]:
+    """Variable lines ({name: value}, quotes stripped as cron strips them) and job lines
+    (five schedule fields, command), as cron reads a user crontab."""
+    variables, jobs = {}, []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if m := VARIABLE.match(line):
+            value = m.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            variables[m.group(1)] = value
+            continue
+        fields = line.split(None, 5)
+        assert len(fields) == 6, f"not a job line (5 schedule fields + command): {line!r}"
+        jobs.append((fields[:5], fields[5]))
+    return variables, jobs
+
+
+def job_arguments(command: str, variables: dict[str, str]) -> list[str]:
+    """The arguments the command passes to jobs/refresh.py, its variables substituted."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    tokens = list(lexer)
+    start = tokens.index("jobs/refresh.py") + 1
+    args = []
+    for token in tokens[start:]:
+        if set(token) <= set("();<>|&"):
+            break
+        args.append(re.sub(r"\$\{?(\w+)\}?", lambda m: variables[m.group(1)], token))
+    return args
+
+
+@pytest.fixture(scope="module")
+def crontab() -> dict:
+    variables, jobs = parse_crontab((SCHEDULE / "crontab").read_text(encoding="utf-8"))
+    assert len(jobs) == 1, jobs
+    (schedule, command), = jobs
+    return {"variables": variables, "schedule": schedule, "command": command,
+            "args": job_arguments(command, variables)}
+
+
+def test_crontab_is_one_hourly_refresh(crontab: dict) -> None:
+    variables, command = crontab["variables"], crontab["command"]
+    assert variables["SLUICE_HOME"] == "/srv/sluice"
+    assert variables["SLUICE_CONFIG"] == "conf/refresh-zh-en.yaml"
+    minute, *rest = crontab["schedule"]
+    assert minute.isdigit() and 0 <= int(minute) < 60 and rest == ["*"] * 4  # once an hour
+    assert "%" not in command  # cron would turn it into a newline
+    assert ".venv/bin/spark-submit --master 'local[*]' jobs/refresh.py" in command
+    assert crontab["args"] == ["--config", "conf/refresh-zh-en.yaml"]
+    assert (REPO / crontab["args"][1]).is_file()
+
+
+# -- the crontab's command, run --------------------------------------------------------------
+def java_home() -> str | None:
+    """JAVA_HOME for a machine whose java is not in cron's PATH (a crontab there sets it)."""
+    if os.environ.get("JAVA_HOME"):
+        return os.environ["JAVA_HOME"]
+    java = shutil.which("java")
+    if java and os.path.dirname(java) not in ("/usr/bin", "/bin"):
+        return str(Path(java).resolve().parent.parent)
+    return None
+
+
+def cron_env(crontab: dict, home: Path) -> dict[str, str]:
+    """What cron gives a job: HOME, LOGNAME, SHELL, PATH=/usr/bin:/bin and the crontab's
+    variables; SLUICE_HOME is the test's deployment. SPARK_SUBMIT_OPTS (C1-only JIT,
+    tests/conftest.py) only makes the JVMs cheaper."""
+    env = {
+        "HOME": os.environ.get("HOME", "/"),
+        "LOGNAME": os.environ.get("LOGNAME", os.environ.get("USER", "root")),
+        "SHELL": "/bin/sh",
+        "PATH": "/usr/bin:/bin",
+        **crontab["variables"],
+        "SLUICE_HOME": str(home),
+        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1"),
+    }
+    if java := java_home():
+        env["JAVA_HOME"] = java
+    return env
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, crontab: dict) -> dict:
+    """SLUICE_HOME as a deployment (`make setup` done) with 300 crawl pairs dropped in, and a
+    function running the crontab's command once: returns (exit status, what it added to the
+    log)."""
+    root = tmp_path_factory.mktemp("schedule").resolve()
+    home = root / "sluice"
+    home.mkdir()
+    for name in LINKED:
+        (home / name).symlink_to(REPO / name)
+    crawl, wmt = home / "incoming/zh-en/crawl", home / "incoming/zh-en/wmt"
+    crawl.mkdir(parents=True)
+    wmt.mkdir(parents=True)
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(CRAWL_LINES)]
+    (crawl / "anki-001.tsv").write_text("".join(lines), encoding="utf-8")
+    log = home / crontab["variables"].get("SLUICE_LOG", "logs/refresh.log")
+    env = cron_env(crontab, home)
+
+    def run() -> tuple[int, str]:
+        before = log.stat().st_size if log.exists() else 0
+        done = subprocess.run(["/bin/sh", "-c", crontab["command"]], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.stdout == done.stderr == "", "the job line sends everything to its log"
+        with open(log, encoding="utf-8") as f:
+            f.seek(before)
+            return done.returncode, f.read()
+
+    return {"home": home, "lake": home / "lake", "crawl": crawl, "log": log, "run": run}
+
+
+def crawl_rows(lake: Path) -> dict[str, int]:
+    """Rows of corpus crawl in the bitext table, by outcome, read as any Parquet reader would."""
+    table = ds.dataset(lake / "tables" / "bitext", format="parquet", partitioning="hive")
+    rows = table.to_table(columns=["outcome"], filter=ds.field("corpus") == "crawl")
+    outcomes = rows.column("outcome").to_pylist()
+    return {o: outcomes.count(o) for o in set(outcomes)}
+
+
+@pytest.fixture(scope="module")
+def first_start(deployment: dict) -> tuple[int, str]:
+    return deployment["run"]()
+
+
+@pytest.fixture(scope="module")
+def second_start(deployment: dict, first_start: tuple[int, str]) -> tuple[int, str]:
+    return deployment["run"]()
+
+
+@pytest.fixture(scope="module")
+def busy_start(deployment: dict, second_start: tuple[int, str]) -> tuple[int, str]:
+    """A new dump arrives while another refresh holds the lake lock: this test holds the
+    flock on <lake>/locks/refresh.lock, as jobs/lake_lock.py's LocalLock does."""
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        more = [line for i, line in enumerate(f) if CRAWL_LINES <= i < CRAWL_LINES + 20]
+    (deployment["crawl"] / "anki-002.tsv").write_text("".join(more), encoding="utf-8")
+    lock = deployment["lake"] / "locks" / "refresh.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return deployment["run"]()
+    finally:
+        os.close(fd)
+
+
+def test_cron_start_commits_the_new_dump(deployment: dict, first_start: tuple[int, str]) -> None:
+    code, log = first_start
+    assert code == 0, log[-4000:]
+    assert log.startswith("== ")  # the job line's stamp before each start
+    lake_uri = f"file://{deployment['lake']}"
+    assert re.search(rf"committed run \S+ to {re.escape(lake_uri)} ", log), log[-4000:]
+    rows = crawl_rows(deployment["lake"])
+    assert sum(rows.values()) == CRAWL_LINES, rows  # every line: clean or rejected
+    assert rows.get("clean", 0) > CRAWL_LINES // 2, rows
+    assert not (deployment["lake"] / "locks" / "refresh.lock").read_text()  # released
+
+
+def test_cron_start_again_is_up_to_date(deployment: dict, second_start: tuple[int, str]) -> None:
+    code, log = second_start
+    assert code == 0, log[-4000:]
+    assert "up to date" in log, log[-4000:]
+    assert "committed run" not in log
+    assert sum(crawl_rows(deployment["lake"]).values()) == CRAWL_LINES
+
+
+def test_overlapping_cron_start_exits_75(deployment: dict, busy_start: tuple[int, str]) -> None:
+    code, log = busy_start
+    assert code == 75, log[-4000:]
+    assert "the lake is being refreshed" in log and "this refresh did nothing" in log, log
+    assert "committed run" not in log
+    assert sum(crawl_rows(deployment["lake"]).values()) == CRAWL_LINES  # the new dump waits
+
+
+# -- the examples that do not run here -------------------------------------------------------
+def keywords(call: ast.Call) -> dict[str, ast.expr]:
+    return {k.arg: k.value for k in call.keywords if k.arg}
+
+
+def call_name(call: ast.Call) -> str:
+    return call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+
+
+def test_airflow_dag_submits_the_crontab_job(crontab: dict) -> None:
+    """Parsed, not imported: Airflow is not installed here."""
+    tree = ast.parse((SCHEDULE / "airflow_refresh_dag.py").read_text(encoding="utf-8"))
+    imported = {alias.asname or alias.name: node.module for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    provider = "airflow.providers.apache.spark.operators.spark_submit"
+    assert imported["SparkSubmitOperator"] == provider
+    assert imported["DAG"] == "airflow"
+    operators = {"SparkSubmitOperator"} | {
+        node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+        and any(isinstance(b, ast.Name) and b.id == "SparkSubmitOperator" for b in node.bases)}
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    (dag,) = [keywords(c) for c in calls if call_name(c) == "DAG"]
+    assert ast.literal_eval(dag["schedule"]) == "@hourly"
+    assert ast.literal_eval(dag["catchup"]) is False
+    assert ast.literal_eval(dag["max_active_runs"]) == 1
+    (task,) = [keywords(c) for c in calls if call_name(c) in operators]
+    assert ast.literal_eval(task["conn_id"]) == "spark_default"
+    assert ast.literal_eval(task["application_args"]) == crontab["args"]
+    application = task["application"]
+    if isinstance(application, ast.JoinedStr):  # f"{SLUICE_HOME}/jobs/refresh.py"
+        application = application.values[-1]
+    assert re.fullmatch(r"(.*/)?jobs/refresh\.py", ast.literal_eval(application))
+
+
+def test_kubernetes_app_submits_the_crontab_job(crontab: dict) -> None:
+    path = SCHEDULE / "refresh-scheduled-spark-application.yaml"
+    app = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert app["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
+    assert app["kind"] == "ScheduledSparkApplication"
+    spec = app["spec"]
+    assert spec["schedule"] == "@hourly" and spec["concurrencyPolicy"] == "Forbid"
+    template = spec["template"]
+    assert template["type"] == "Python" and template["pythonVersion"] == "3"
+    # The project's place in docker/Dockerfile's image: its WORKDIR, jobs/ and conf/ copied in.
+    dockerfile = (REPO / "docker" / "Dockerfile").read_text(encoding="utf-8")
+    (workdir,) = re.findall(r"^WORKDIR\s+(\S+)", dockerfile, re.M)
+    assert re.search(r"^COPY jobs jobs$", dockerfile, re.M)
+    assert re.search(r"^COPY conf conf$", dockerfile, re.M)
+    assert template["mainApplicationFile"] == f"local://{workdir}/jobs/refresh.py"
+    args = template["arguments"]
+    assert args[:2] == crontab["args"]
+    assert args[2] == "--lake" and args[3].startswith("s3a://") and len(args) == 4
+    assert "driver" in template and "executor" in template
