@@ -4,6 +4,8 @@
 #   worker [master-url]    a worker, in the foreground (default url: $SPARK_MASTER_URL)
 #   submit <args...>       spark-submit <args...>, run from /opt/sluice (configs name models
 #                          and inputs relative to it)
+#   driver <args...>       Kubernetes: the driver pod Spark (or the spark-operator) starts
+#   executor               Kubernetes: an executor pod (settings from Spark's SPARK_* env)
 #   anything else          run as is (bash, python3 -m training.train ..., spark-sql ...)
 # Settings, all from the environment:
 #   SPARK_MASTER_HOST (default: this host's name), SPARK_MASTER_PORT (7077),
@@ -17,7 +19,7 @@ SPARK_HOME=${SPARK_HOME:?SPARK_HOME must name the Spark distribution (the pyspar
 SLUICE_HOME=${SLUICE_HOME:-/opt/sluice}
 
 usage() {
-  sed -n '2,13s/^# \{0,1\}//p' "$0"
+  sed -n '2,15s/^# \{0,1\}//p' "$0"
 }
 
 cmd=${1:-help}
@@ -53,6 +55,26 @@ case "$cmd" in
     shift
     cd "$SLUICE_HOME"
     exec "$SPARK_HOME/bin/spark-submit" "$@"
+    ;;
+  driver)
+    # spark-submit in the pod, in client mode, bound to the pod's address (as Spark's own
+    # Kubernetes image does), from /opt/sluice so relative config paths resolve.
+    shift
+    cd "$SLUICE_HOME"
+    exec "$SPARK_HOME/bin/spark-submit" \
+      --conf "spark.driver.bindAddress=${SPARK_DRIVER_BIND_ADDRESS:?set by Spark}" \
+      --deploy-mode client "$@"
+    ;;
+  executor)
+    cd "$SLUICE_HOME"
+    exec "$SPARK_HOME/bin/spark-class" \
+      "-Xms${SPARK_EXECUTOR_MEMORY:?set by Spark}" "-Xmx${SPARK_EXECUTOR_MEMORY}" \
+      org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend \
+      --driver-url "$SPARK_DRIVER_URL" --executor-id "$SPARK_EXECUTOR_ID" \
+      --cores "$SPARK_EXECUTOR_CORES" --app-id "$SPARK_APPLICATION_ID" \
+      --hostname "$SPARK_EXECUTOR_POD_IP" \
+      --resourceProfileId "${SPARK_RESOURCE_PROFILE_ID:-0}" \
+      --podName "${SPARK_EXECUTOR_POD_NAME:-$(hostname)}"
     ;;
   help | --help | -h)
     usage

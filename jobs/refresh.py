@@ -22,6 +22,7 @@ _JOBS = os.path.dirname(os.path.realpath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _JOBS]
 
 import argparse
+from contextlib import AbstractContextManager
 from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
@@ -32,7 +33,7 @@ from jobs.filter import FilterRun
 from jobs.ingest import read_input, union_all
 from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.lake_lock import BUSY_EXIT, LakeBusy, RemoteLock, local_lock
-from jobs.progress import log
+from jobs.progress import log, stage
 from jobs.refresh_config import RefreshConfig, load_refresh_config
 from jobs.refresh_manifest import (
     MANIFEST,
@@ -79,6 +80,10 @@ class RefreshRun(FilterRun):
         self.plan = plan
         self.source_cols = [SOURCE_COLUMN]
         self.rows_in: dict[str, int] = {}  # lines read per processed file id
+
+    def stage(self, name: str) -> AbstractContextManager[None]:
+        corpora = ",".join(sorted({f.corpus for f in self.plan.process}))
+        return stage(self.spark, "refresh", f"{name} {self.cfg.key}/{corpora}")
 
     def read_inputs(self) -> DataFrame:
         frames = []

@@ -205,7 +205,7 @@ def test_entrypoint_roles(fake_spark: dict[str, str], tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(ENTRYPOINT)], check=True)
     labels = set(re.findall(r"^\s*([\w|\s-]+)\)\s*$", ENTRYPOINT.read_text(), re.MULTILINE))
     roles = {word.strip() for label in labels for word in label.split("|")}
-    assert {"master", "worker", "submit"} <= roles
+    assert {"master", "worker", "submit", "driver", "executor"} <= roles
 
     def run(*args: str, **env: str) -> str:
         done = subprocess.run(
@@ -227,6 +227,19 @@ def test_entrypoint_roles(fake_spark: dict[str, str], tmp_path: Path) -> None:
     expected = f"spark-submit cwd={tmp_path} args=--master spark://master:7077 jobs/filter.py"
     assert submit == f"{expected} --lake /l"
     assert run("echo", "as", "is") == "as is"
+    # Kubernetes pods: Spark starts the driver as `driver <spark-submit args>`, executors as
+    # `executor` with their settings in the environment.
+    driver = run("driver", "--properties-file", "/opt/spark/conf/x", "local:///opt/sluice/jobs"
+                 "/refresh.py", SPARK_DRIVER_BIND_ADDRESS="10.0.0.5")
+    assert driver.startswith(f"spark-submit cwd={tmp_path} args=--conf "
+                             "spark.driver.bindAddress=10.0.0.5 --deploy-mode client")
+    assert driver.endswith("local:///opt/sluice/jobs/refresh.py")
+    executor = run("executor", SPARK_EXECUTOR_MEMORY="4g", SPARK_DRIVER_URL="spark://d:7078",
+                   SPARK_EXECUTOR_ID="3", SPARK_EXECUTOR_CORES="2", SPARK_APPLICATION_ID="a1",
+                   SPARK_EXECUTOR_POD_IP="10.0.0.9")
+    backend = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
+    assert f"-Xms4g -Xmx4g {backend}" in executor
+    assert "--driver-url spark://d:7078 --executor-id 3 --cores 2 --app-id a1" in executor
     no_url = subprocess.run(
         ["bash", str(ENTRYPOINT), "worker"], env=fake_spark, capture_output=True, text=True
     )
