@@ -122,11 +122,16 @@ class RemoteLock:
         self.thread.start()
 
     def _beat(self) -> None:
-        while not self.stop.wait(self.heartbeat_s):
-            if self.lake.read_text(self.path) != self.content:
-                self.lost.set()  # taken over: the job checks `lost` before it commits
-                return
-            self.lake.write_text(self.path, self.content)  # a new modification time
+        while not self.stop.wait(self.heartbeat_s) and self._beat_once():
+            pass
+
+    def _beat_once(self) -> bool:
+        """Rewrite the lock (a new modification time); False once it is someone else's."""
+        if self.lake.read_text(self.path) != self.content:
+            self.lost.set()  # taken over: the job checks `lost` before it commits
+            return False
+        self.lake.write_text(self.path, self.content)
+        return True
 
     def release(self) -> None:
         self.stop.set()

@@ -48,6 +48,7 @@ from jobs.refresh_manifest import (
 )
 from jobs.refresh_units import SOURCE_COLUMN, SOURCE_FILE, UnitBuilder
 from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.session import MetastoreBusy
 from jobs.stages import KEY_HASH, dedup, dedup_rules
 from udfs.dedup import dedup_key
 from udfs.paths import is_local_path, local_path
@@ -80,6 +81,7 @@ class RefreshRun(FilterRun):
         self.plan = plan
         self.source_cols = [SOURCE_COLUMN]
         self.rows_in: dict[str, int] = {}  # lines read per processed file id
+        self.lock: RemoteLock | None = None  # a remote lake's lock, checked before the commit
 
     def stage(self, name: str) -> AbstractContextManager[None]:
         corpora = ",".join(sorted({f.corpus for f in self.plan.process}))
@@ -131,7 +133,11 @@ class RefreshRun(FilterRun):
         """Everything the refresh publishes: its filter stats, the changed corpora's units
         and the manifest."""
         flips = self.execute(self.read_inputs()) if self.plan.process else self.units()
-        return [*flips, self.manifest_flip()]
+        flips.append(self.manifest_flip())
+        if self.lock is not None and self.lock.lost.is_set():
+            raise LakeBusy(f"another refresh took over the lake lock {self.lock.path} (this "
+                           "one looked dead: no heartbeat); nothing of this run was committed")
+        return flips
 
     def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
         raw = self.spark.read.parquet(f"{self.dir}/{self.layout.raw}")  # before units take it
@@ -171,8 +177,8 @@ def config_from_args(args: argparse.Namespace) -> RefreshConfig:
     return cfg
 
 
-def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str,
-            full: bool) -> int:
+def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str, full: bool,
+            lock: RemoteLock | None = None) -> int:
     listed = list_sources(spark, cfg) or []
     manifest = read_manifest(spark, cfg.lake.database, cfg.key)
     plan = plan_refresh(listed, manifest, cfg.filter_hash(), cfg.refresh.missing_files,
@@ -182,6 +188,7 @@ def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str,
         say_up_to_date(cfg, len(listed))
         return 0
     job = RefreshRun(spark, lake, cfg, run_id, plan)
+    job.lock = lock
     inputs = [{"corpus": f.corpus, "paths": f.paths, "format": f.format,
                "why": plan.why[f.file_id]} for f in plan.process]
     inputs += [{"corpus": e.corpus, "paths": [e.path], "why": "dropped"} for e in plan.dropped]
@@ -248,11 +255,15 @@ def run(args: argparse.Namespace) -> int:
     if lock is not None:
         lock.acquire(run_id)
     try:
-        spark, lake = open_lake("sluice-refresh", cfg)
+        try:
+            spark, lake = open_lake("sluice-refresh", cfg)
+        except MetastoreBusy as busy:  # another job has the lake: try again later, as a lock
+            raise LakeBusy(str(busy)) from None
         if lock is None:
             lock = RemoteLock(lake, cfg.refresh.heartbeat_s, cfg.refresh.stale_after_s)
             lock.acquire(run_id)
-        return refresh(spark, lake, cfg, run_id, args.full)
+        remote = lock if isinstance(lock, RemoteLock) else None
+        return refresh(spark, lake, cfg, run_id, args.full, remote)
     finally:
         if lock is not None:
             lock.release()

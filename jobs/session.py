@@ -97,6 +97,10 @@ def build_session(
     return spark
 
 
+class MetastoreBusy(ConfigError):
+    """The local lake's embedded metastore is open in another process."""
+
+
 def check_metastore_free(lake_root: str) -> None:
     """Refuse, in one line and at once, a local lake whose embedded Derby metastore another
     process has open: Derby lets one JVM in at a time, and the Hive client would otherwise
@@ -113,7 +117,7 @@ def check_metastore_free(lake_root: str) -> None:
     try:
         fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        raise ConfigError(
+        raise MetastoreBusy(
             f"the lake's metastore {os.path.dirname(lock)} is in use by another job or a "
             "spark-sql shell (its embedded Derby database allows one process at a time): wait "
             "for it to finish, or run concurrent jobs with a shared Hive metastore: "

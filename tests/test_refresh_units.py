@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -223,3 +224,28 @@ def test_lock_timing_is_validated(tmp_path: Path) -> None:
                       "refresh: {heartbeat_s: 60, stale_after_s: 100}\n")
     with pytest.raises(ConfigError, match="stale_after_s"):
         load_refresh_config(config)
+
+
+def test_remote_lock_heartbeat_and_stale_takeover(spark, tmp_path: Path) -> None:
+    """The lock of a lake on HDFS/S3A, exercised through Hadoop's API on a local path: held
+    while its heartbeat runs, refused to others, taken over once the heartbeat stops for
+    `stale_after_s`; the old holder then sees it lost it."""
+    from jobs.lake import Lake
+    from jobs.lake_lock import RemoteLock
+
+    lake = Lake(spark, str(tmp_path / "remote"), "remote_lock_probe")
+    first = RemoteLock(lake, heartbeat_s=0.2, stale_after_s=1.0)
+    first.acquire("first")
+    time.sleep(1.5)  # longer than stale_after_s: only the heartbeat keeps it fresh
+    with pytest.raises(LakeBusy, match="run first"):
+        RemoteLock(lake, heartbeat_s=0.2, stale_after_s=1.0).acquire("second")
+    first.stop.set()
+    first.thread.join()  # the holder "crashes": no more heartbeats, no release
+    time.sleep(1.5)
+    second = RemoteLock(lake, heartbeat_s=0.2, stale_after_s=1.0)
+    second.acquire("second")
+    first.stop.clear()
+    first._beat_once()
+    assert first.lost.is_set()  # the old holder finds the lock is no longer its own
+    second.release()
+    assert not lake.exists(second.path)
