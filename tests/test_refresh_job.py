@@ -193,8 +193,16 @@ def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
     stopped = refresh(killed, env=dict(spark_env(), SLUICE_KILL_AT="units assembled"))
     assert stopped.returncode != 0
     assert bitext(lake) == rows  # nothing of it visible
-    ok(refresh(killed))
+    select = tmp_path / "select.yaml"  # chained: selection on the rows the refresh adds
+    seed = REPO / "tests/data/select"
+    select.write_text(f"pair: zh-en\nseed: {{name: medical, files: [{seed}/seed-medical.zh, "
+                      f"{seed}/seed-medical.en]}}\nmethods: [fasttext_domain]\ntop: 10\n")
+    ok(refresh(killed, "--set", f"refresh.select={select}"))
     r4 = run_ids(lake)[-1]
+    chosen = table(lake, "selected", ["row_id", "selected"])
+    new_clean = {r[0] for r in bitext(lake).values() if r[4] == "clean" and r[2].endswith("b.tsv")}
+    assert {r["row_id"] for r in chosen} == new_clean  # exactly the refreshed file's rows
+    assert sum(r["selected"] for r in chosen) == 10
     assert stats(lake, r4) == Counter({"crawl:web": len(changed)})
     rows = bitext(lake)
     per_file = Counter(Path(r[2]).name for r in rows.values())
