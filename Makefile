@@ -60,7 +60,7 @@ demo-select: setup
 
 # Incremental refreshes (conf/refresh-zh-en.yaml): a first crawl dump and a Moses release
 # land in incoming/zh-en/ and are filtered; a second run finds nothing new ("up to date");
-# a new dump, a few of its pairs already in the lake, is filtered alone.
+# a new dump, some of its pairs already in the lake, is filtered alone; --full refilters all.
 demo-refresh: setup
 	mkdir -p incoming/zh-en/crawl incoming/zh-en/wmt
 	cp tests/data/anki-cmn-zh-en.tsv.gz incoming/zh-en/crawl/anki-001.tsv.gz
@@ -71,14 +71,18 @@ demo-refresh: setup
 	paste tests/data/align_tatoeba_zh-en.zh tests/data/align_tatoeba_zh-en.en \
 	  > incoming/zh-en/crawl/anki-002.tsv
 	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
+	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml --full
 
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml
 	$(PY) -m training.export --force --out $@ \
 	  --checkpoint runs/tiny-multi-zh-en/checkpoints/ckpt_00000300.pt
 
+# Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time):
+# most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 lint: setup
 	$(VENV)/bin/ruff check .
