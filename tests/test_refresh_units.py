@@ -249,3 +249,35 @@ def test_remote_lock_heartbeat_and_stale_takeover(spark, tmp_path: Path) -> None
     assert first.lost.is_set()  # the old holder finds the lock is no longer its own
     second.release()
     assert not lake.exists(second.path)
+
+
+def test_monolingual_refresh_in_process(spark, tmp_path: Path, data_dir: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A refresh of monolingual text (`lang: en`, format text), run in this test's Spark
+    session: a second file repeating lines of the first gets them rejected as duplicates of
+    the committed lines; then nothing new is "up to date"."""
+    import pyarrow.dataset as ds
+
+    from jobs.refresh import main
+
+    lines = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "a.txt").write_text("\n".join(lines[:120]) + "\n", encoding="utf-8")
+    config = tmp_path / "mono.yaml"
+    config.write_text(f"lang: en\nlake: {{root: {tmp_path / 'lake'}, database: refresh_mono}}\n"
+                      f"sources: [{{corpus: news, path: {sources}, format: text}}]\n")
+    assert main(["--config", str(config)]) == 0
+    (sources / "b.txt").write_text("\n".join(lines[:20] + lines[120:150]) + "\n",
+                                   encoding="utf-8")
+    assert main(["--config", str(config)]) == 0
+    rows = ds.dataset(tmp_path / "lake/tables/mono", partitioning="hive").to_table().to_pylist()
+    by_place = {(Path(r["file"]).name, r["line"]): r for r in rows}
+    assert len(rows) == 170 and {r["lang"] for r in rows} == {"en"}
+    for line in range(1, 21):
+        original, again = by_place[("a.txt", line)], by_place[("b.txt", line)]
+        if original["outcome"] == "clean":
+            assert (again["reject_rule"], again["dup_of"]) == ("duplicate", original["row_id"])
+    capsys.readouterr()
+    assert main(["--config", str(config)]) == 0
+    assert "up to date: 2 source files of en" in capsys.readouterr().out
