@@ -143,6 +143,23 @@ ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
         "unbalanced_brackets",
         {"bracket_mismatch": 1},
     ),
+    # A quotation split at a sentence boundary, cut the same way on both sides (the quote
+    # marks of each language): the same imbalance passes.
+    "quote_split_on_both_sides": (f"“{C[0]}", f'"{C[1]}', None, {"bracket_mismatch": 0}),
+    "german_quote_split_on_both_sides": (f"「{B[0]}", f"„{B[1]}", None, {"bracket_mismatch": 0}),
+    "bracket_open_on_both_sides": (
+        A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),
+        A[1].replace("in ", "in (", 1),
+        None,
+        {"bracket_mismatch": 0},
+    ),
+    # Opposite imbalances do not cancel: the profiles are compared per kind of bracket.
+    "bracket_open_and_closed": (
+        A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),
+        A[1] + ")",
+        "unbalanced_brackets",
+        {"bracket_mismatch": 2},
+    ),
     # Full-width opening, ASCII closing: one kind of bracket, balanced.
     "mixed_width_brackets": (
         A[0].replace("棉兰老岛", "棉兰老岛（Mindanao)"),

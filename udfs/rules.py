@@ -35,7 +35,12 @@ from pyspark.sql import functions as F
 from udfs.normalize import ATTRIBUTES
 
 # Opening/closing forms counted together, so `（ABC)` balances.
-BRACKETS = [("([（", ")]）"), ("{｛", "}｝"), ("【〔", "】〕"), ("《〈", "》〉"), ("“", "”")]
+BRACKETS = [("([（", ")]）"), ("{｛", "}｝"), ("【〔", "】〕"), ("《〈", "》〉")]
+# Double quotation marks of every script, counted together: which mark opens and which closes
+# differs by language (German „…“, English “…”, Russian «…», Chinese “…” or 「…」), but a quoted
+# span has two of them in any of them.
+DOUBLE_QUOTES = '"“”„«»「」『』＂'
+
 URL_EMAIL_HTML = (
     r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+"
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}"
@@ -97,12 +102,22 @@ def count_chars(col: Column, chars: str) -> Column:
     return total
 
 
-def bracket_mismatch(col: Column) -> Column:
-    """Unmatched brackets/quotes: |opens - closes| per kind, plus an odd count of `"`."""
+def bracket_profile(col: Column) -> list[Column]:
+    """A side's unmatched brackets and quotes: opens - closes per kind of bracket (signed),
+    and whether it has an odd number of double quotation marks. A null side has none."""
+    kinds = [count_chars(col, opens) - count_chars(col, closes) for opens, closes in BRACKETS]
+    return [F.coalesce(x, F.lit(0)) for x in [*kinds, count_chars(col, DOUBLE_QUOTES) % 2]]
+
+
+def bracket_mismatch(src: Column, tgt: Column) -> Column:
+    """How far the two sides' bracket/quote profiles differ. A pair that carries the same
+    imbalance on both sides (a quotation split at a sentence boundary, cut the same way in
+    both languages) matches; one side unbalanced alone does not. Monolingual text (no target)
+    is compared with a balanced profile."""
     total = F.lit(0)
-    for opens, closes in BRACKETS:
-        total = total + F.abs(count_chars(col, opens) - count_chars(col, closes))
-    return F.coalesce(total + count_chars(col, '"') % 2, F.lit(0))  # a null side has none
+    for a, b in zip(bracket_profile(src), bracket_profile(tgt), strict=True):
+        total = total + F.abs(a - b)
+    return total
 
 
 def nonspace_chars(col: Column) -> Column:
@@ -395,13 +410,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "unbalanced_brackets",
-        "Unmatched brackets/quotes, both sides together.",
-        scores=(
-            RowScore(
-                "bracket_mismatch",
-                lambda row: bracket_mismatch(row.src.text) + bracket_mismatch(row.tgt.text),
-            ),
-        ),
+        "The sides' unmatched brackets/quotes differ (the same imbalance on both passes).",
+        scores=(RowScore("bracket_mismatch", lambda row: bracket_mismatch(row.src.text,
+                                                                            row.tgt.text)),),
         fails=lambda row: F.col("bracket_mismatch") > 0,
     ),
     Rule(
