@@ -118,10 +118,13 @@ ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
         "char_word_ratio",
         {"tgt_char_word_ratio": 95 / 7, "token_ratio": 19 / 7},
     ),
-    "char_word_ratio_real": (
+    # A real one-word translation ("Congratulations!", 16 characters): a ratio over one token
+    # is that word's length, so sides under char_word_min_tokens are not checked. (Its
+    # 4-character source still fails language ID: issue 14's failure class 1, not fixed yet.)
+    "char_word_ratio_one_word": (
         *anki("恭喜你！"),
-        "char_word_ratio",
-        {"tgt_char_word_ratio": 16.0},
+        "langid_src",
+        {"tgt_char_word_ratio": 16.0, "tgt_tokens": 1},
     ),
     "punct_share": (
         C[0],
@@ -297,6 +300,21 @@ RU_EN_CASES = {
 
 # As found in the OpenNMT toy corpus (Moses-escaped, not unescaped here).
 EN_DE_CASES = {
+    # A web phrase of two German compounds: 39 characters over 2 tokens. One or two words are
+    # not checked (their ratio is one word's length); `long_word` covers run-on tokens.
+    "de_compound_phrase": (
+        "Privacy policy and terms",
+        "Datenschutzerklärung Nutzungsbedingungen",
+        None,
+        {"tgt_char_word_ratio": 39 / 2},
+    ),
+    # From three tokens on the range applies.
+    "de_three_compounds": (
+        "Privacy policy, terms of use and customer survey",
+        "Datenschutzerklärung Nutzungsbedingungen Kundenzufriedenheitsumfrage",
+        "char_word_ratio",
+        {"tgt_char_word_ratio": 66 / 3},
+    ),
     "toy_urls": (
         TOY["src-train.txt:5487"],
         TOY["tgt-train.txt:5487"],

@@ -375,8 +375,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "char_word_ratio",
-        "A side's non-space characters per token outside its language's range.",
+        "A side of at least char_word_min_tokens tokens has its non-space characters per token "
+        "outside its language's range.",
         scores=(
+            TOKENS,  # shared with too_many_tokens: stored once
             SideScores(
                 {
                     "char_word_ratio": lambda s: F.when(
@@ -387,11 +389,13 @@ RULES: tuple[Rule, ...] = (
             ),
         ),
         fails=lambda row: row.any_side(
-            lambda s: char_word_range(row, s).outside(s.score("char_word_ratio"))
+            lambda s: (s.score("tokens") >= row.settings["char_word_min_tokens"])
+            & char_word_range(row, s).outside(s.score("char_word_ratio"))
         ),
         settings=(
             Setting("char_word_ratio", Range, "characters per token range"),
             Setting("char_word_ratio_by_lang", dict[str, Range], "char_word_ratio per language"),
+            Setting("char_word_min_tokens", int, "sides with fewer tokens are not checked"),
         ),
     ),
     Rule(
