@@ -114,12 +114,26 @@ class RemoteLock:
         self.content = json.dumps(holder_info(run_id))
         if not self._create():
             if self._age_s() < self.stale_after_s:
-                raise LakeBusy(describe(self.lake.read_text(self.path) or "", self.path))
+                raise LakeBusy(describe(self._holder(), self.path))
             self.lake.delete(self.path)  # stale: its holder stopped beating
             if not self._create():
-                raise LakeBusy(describe(self.lake.read_text(self.path) or "", self.path))
+                raise LakeBusy(describe(self._holder(), self.path))
         self.thread = threading.Thread(target=self._beat, daemon=True, name="lake-lock")
         self.thread.start()
+
+    def _holder(self) -> str:
+        """The holder's JSON. A heartbeat rewrites the file, which on some file systems
+        (Hadoop's local one) is briefly empty or half written: read again rather than
+        name no one."""
+        info = ""
+        for _ in range(20):
+            info = self.lake.read_text(self.path) or ""
+            try:
+                json.loads(info)
+                return info
+            except ValueError:
+                time.sleep(self.heartbeat_s / 10)
+        return info
 
     def _beat(self) -> None:
         while not self.stop.wait(self.heartbeat_s) and self._beat_once():

@@ -4,6 +4,7 @@ lake-wide dedup over real Chinese-English pairs."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -249,6 +250,26 @@ def test_remote_lock_heartbeat_and_stale_takeover(spark, tmp_path: Path) -> None
     assert first.lost.is_set()  # the old holder finds the lock is no longer its own
     second.release()
     assert not lake.exists(second.path)
+
+
+def test_remote_lock_names_a_holder_caught_mid_heartbeat(spark, tmp_path: Path) -> None:
+    """A heartbeat rewrites the lock; Hadoop's local file system shows it empty for a moment.
+    A refresh refused at that moment still names the holder (it read once and said
+    "another refresh" before)."""
+    import threading
+
+    from jobs.lake import Lake
+    from jobs.lake_lock import RemoteLock, holder_info
+
+    lake = Lake(spark, str(tmp_path / "remote"), "remote_lock_probe")
+    lake.mkdirs(f"{lake.root}/locks")
+    path = f"{lake.root}/locks/refresh.lock"
+    lake.write_text(path, "")  # the holder's heartbeat, caught between truncate and write
+    late = threading.Timer(0.05, lambda: lake.write_text(path, json.dumps(holder_info("first"))))
+    late.start()
+    with pytest.raises(LakeBusy, match="run first"):
+        RemoteLock(lake, heartbeat_s=1.0, stale_after_s=30.0).acquire("second")
+    late.join()
 
 
 def test_monolingual_refresh_in_process(spark, tmp_path: Path, data_dir: Path,
