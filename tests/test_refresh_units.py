@@ -265,7 +265,7 @@ def test_remote_lock_names_a_holder_caught_mid_heartbeat(spark, tmp_path: Path) 
     lake.mkdirs(f"{lake.root}/locks")
     path = f"{lake.root}/locks/refresh.lock"
     lake.write_text(path, "")  # the holder's heartbeat, caught between truncate and write
-    late = threading.Timer(0.05, lambda: lake.write_text(path, json.dumps(holder_info("first"))))
+    late = threading.Timer(0.4, lambda: lake.write_text(path, json.dumps(holder_info("first"))))
     late.start()
     with pytest.raises(LakeBusy, match="run first"):
         RemoteLock(lake, heartbeat_s=1.0, stale_after_s=30.0).acquire("second")
