@@ -61,9 +61,9 @@ SCORE_COLUMNS = [
     "identical", "src_tokens", "tgt_tokens", "src_max_word_chars", "tgt_max_word_chars",
     "token_ratio", "src_char_word_ratio", "tgt_char_word_ratio", "src_punct_share",
     "tgt_punct_share", "bracket_mismatch", "url_email_html", "special_chars",
-    "src_script_share", "tgt_script_share", "src_lang", "src_lang_prob", "tgt_lang",
-    "tgt_lang_prob", "align_fwd_logprob", "align_rev_logprob", "align_coverage", "embed_cosine",
-    "embed_margin", "pair", "corpus",
+    "src_script_share", "tgt_script_share", "src_lang", "src_lang_prob", "src_lang_probs",
+    "tgt_lang", "tgt_lang_prob", "tgt_lang_probs", "align_fwd_logprob", "align_rev_logprob",
+    "align_coverage", "embed_cosine", "embed_margin", "pair", "corpus",
 ]
 
 

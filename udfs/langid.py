@@ -33,16 +33,42 @@ def correct_label(label: str, text: str) -> str:
     return label
 
 
+# The stored language probabilities: lid.176's top labels down to this probability. The
+# langid rules' thresholds start at 0.05, so a label below 0.01 never decides anything.
+TOP_K = 10
+MIN_STORED_PROB = 0.01
+
+
 def identify(model_path: str, texts: list[str]) -> tuple[list[str], list[float]]:
     """Top language and its probability for each text (empty text -> ("", 0.0))."""
+    langs, probs, _ = identify_all(model_path, texts)
+    return langs, probs
+
+
+def identify_all(
+    model_path: str, texts: list[str]
+) -> tuple[list[str], list[float], list[dict[str, float]]]:
+    """Top language, its probability, and every language of the top TOP_K with at least
+    MIN_STORED_PROB (labels after `correct_label`, so ja-without-kana adds to zh) for each text.
+    Empty text -> ("", 0.0, {})."""
     model = load_model(model_path)
-    labels, probs = model.predict([t.replace("\n", " ") for t in texts], k=1)
-    langs, scores = [], []
-    for text, label, prob in zip(texts, labels, probs, strict=True):
+    labels, probs = model.predict([t.replace("\n", " ") for t in texts], k=TOP_K)
+    langs: list[str] = []
+    top_probs: list[float] = []
+    all_probs: list[dict[str, float]] = []
+    for text, text_labels, text_probs in zip(texts, labels, probs, strict=True):
         if not text.strip():
             langs.append("")
-            scores.append(0.0)
+            top_probs.append(0.0)
+            all_probs.append({})
             continue
-        langs.append(correct_label(label[0].removeprefix(LABEL_PREFIX), text))
-        scores.append(float(min(prob[0], 1.0)))
-    return langs, scores
+        found: dict[str, float] = {}
+        for label, prob in zip(text_labels, text_probs, strict=True):
+            if prob >= MIN_STORED_PROB:
+                lang = correct_label(label.removeprefix(LABEL_PREFIX), text)
+                found[lang] = min(found.get(lang, 0.0) + float(prob), 1.0)
+        top = correct_label(text_labels[0].removeprefix(LABEL_PREFIX), text)
+        langs.append(top)
+        top_probs.append(float(min(text_probs[0], 1.0)))
+        all_probs.append(found)
+    return langs, top_probs, all_probs

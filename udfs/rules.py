@@ -289,29 +289,60 @@ class Rule:
 CHARS = SideScores({"chars": lambda s: F.length(s.text)})
 TOKENS = SideScores({"tokens": lambda s: s.analysis("n_tokens")})
 SCRIPT_SHARE = SideScores({"script_share": lambda s: script_share(s.text, s.lang)})
-LANG = SideScores(  # fastText lid.176's top label and its probability (udfs/langid.py)
-    {"lang": lambda s: s.analysis("lang"), "lang_prob": lambda s: s.analysis("lang_prob")},
-    mono_names={"lang": "lid_lang", "lang_prob": "lid_prob"},
+LANG = SideScores(  # fastText lid.176 (udfs/langid.py): the top label, its probability, and
+    # every likely label's probability (the rules sum the accepted ones)
+    {
+        "lang": lambda s: s.analysis("lang"),
+        "lang_prob": lambda s: s.analysis("lang_prob"),
+        "lang_probs": lambda s: s.analysis("lang_probs"),
+    },
+    mono_names={"lang": "lid_lang", "lang_prob": "lid_prob", "lang_probs": "lid_probs"},
 )
 
 LANGID_SETTINGS = (
-    Setting("min_prob", float, "a side's top language needs at least this probability", "langid"),
+    Setting("min_prob", float, "p(expected language) needed from long_chars on", "langid"),
+    Setting("min_prob_short", float, "p(expected language) needed at min_chars", "langid"),
+    Setting("min_prob_short_by_lang", dict[str, float], "min_prob_short per language", "langid"),
     Setting("min_chars", int, "below this many characters only the script is checked", "langid"),
     Setting("min_chars_by_lang", dict[str, int], "min_chars per language", "langid"),
+    Setting("long_chars", int, "from this many characters min_prob applies", "langid"),
+    Setting("long_chars_by_lang", dict[str, int], "long_chars per language", "langid"),
     Setting("min_script_share", float, "least share of letters in the script", "langid"),
     Setting("accept", dict[str, list[str]], "lid.176 labels accepted per language", "langid"),
 )
 
 
+def expected_lang_threshold(chars: Any, lang: str, settings: dict[str, Any]) -> Any:
+    """The probability of the expected language a side of `chars` characters needs: none
+    below min_chars (fastText guesses on a few characters; the script is still checked),
+    min_prob_short at min_chars rising linearly to min_prob at long_chars. `chars` is a
+    Column (the rule) or an int (benchmarks, tests); None / null means not checked."""
+    low = settings["min_chars_by_lang"].get(lang, settings["min_chars"])
+    high = max(settings["long_chars_by_lang"].get(lang, settings["long_chars"]), low + 1)
+    short_prob = settings["min_prob_short_by_lang"].get(lang, settings["min_prob_short"])
+    long_prob = settings["min_prob"]
+    if isinstance(chars, Column):
+        share = F.least(F.greatest((chars - low) / (high - low), F.lit(0.0)), F.lit(1.0))
+        return F.when(chars >= low, short_prob + (long_prob - short_prob) * share)
+    if chars < low:
+        return None
+    share = min(max((chars - low) / (high - low), 0.0), 1.0)
+    return short_prob + (long_prob - short_prob) * share
+
+
+def expected_lang_prob(row: Row, side: Side) -> Column:
+    """The probability that the side is in its language: its accepted labels' summed."""
+    accepted = row.settings["accept"].get(side.lang, [side.lang])
+    probs = F.map_filter(side.score("lang_probs"), lambda lang, _: lang.isin(accepted))
+    return F.aggregate(F.map_values(probs), F.lit(0.0), lambda total, p: total + p)
+
+
 def wrong_language(row: Row, side: Side) -> Column:
-    """Wrong script, or (on text long enough for fastText) wrong language / low probability."""
-    s = row.settings
-    accepted = s["accept"].get(side.lang, [side.lang])
-    min_chars = s["min_chars_by_lang"].get(side.lang, s["min_chars"])
-    wrong = ~side.score("lang").isin(accepted)
-    unsure = side.score("lang_prob") < s["min_prob"]
-    long_enough = side.score("chars") >= min_chars
-    return (side.score("script_share") < s["min_script_share"]) | (long_enough & (wrong | unsure))
+    """Wrong script, or (from min_chars on) too low a probability of the expected language
+    for the side's length."""
+    threshold = expected_lang_threshold(side.score("chars"), side.lang, row.settings)
+    unsure = F.coalesce(expected_lang_prob(row, side) < threshold, F.lit(False))
+    return (side.score("script_share") < row.settings["min_script_share"]) | unsure
 
 
 def char_word_range(row: Row, side: Side) -> Range:

@@ -14,10 +14,13 @@ from pyspark.sql import Column
 from pyspark.sql.functions import pandas_udf
 
 from udfs.chinese import fullwidth_to_halfwidth, to_simplified
-from udfs.langid import identify
+from udfs.langid import identify_all
 from udfs.tokens import tokenize
 
-SIDE_SCHEMA = "text string, n_tokens int, max_token_chars int, lang string, lang_prob float"
+SIDE_SCHEMA = (
+    "text string, n_tokens int, max_token_chars int, lang string, lang_prob float, "
+    "lang_probs map<string, float>"
+)
 FULLWIDTH_LANGS = frozenset({"zh", "ja"})
 
 
@@ -38,11 +41,14 @@ def normalize_text(text: str, opts: SideOptions) -> str:
 
 
 def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
-    """Normalized text, token count, longest token and language of each text (None -> nulls)."""
+    """Normalized text, token count, longest token, top language and its probability, and
+    every likely language's probability of each text (None -> nulls)."""
     present = [i for i, t in enumerate(texts) if t is not None]
     normalized = [normalize_text(texts[i], opts) for i in present]
     tokens = [tokenize(t, opts.lang) for t in normalized]
-    langs, probs = identify(opts.langid_model, normalized) if normalized else ([], [])
+    langs, probs, all_probs = (
+        identify_all(opts.langid_model, normalized) if normalized else ([], [], [])
+    )
 
     def column(values: list, dtype: str | type) -> pd.Series:
         if len(present) < len(texts):  # put the values back among the nulls
@@ -59,6 +65,7 @@ def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
             "max_token_chars": column([max(map(len, t), default=0) for t in tokens], "Int32"),
             "lang": column(langs, object),
             "lang_prob": column(probs, "Float32"),
+            "lang_probs": column(all_probs, object),
         }
     )
 
