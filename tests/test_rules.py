@@ -266,6 +266,14 @@ ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
         None,
         {"tgt_chars": 15, "tgt_script_share": 1.0},
     ),
+    # A real pair whose Chinese side stops translating halfway: the rest of the English
+    # sentence copied in (its ordinary words, not Han, are what copy_share counts).
+    "copied_text_half_translated": (
+        D[0][: len(D[0]) // 2] + " " + " ".join(D[1].split()[13:]),
+        D[1],
+        "copied_text",
+        {"copied_words": 8},
+    ),
     # Two faults: identical comes before url_email_html in the default order.
     "identical_and_url": (
         f"{C[1]} https://tatoeba.org",
@@ -300,6 +308,28 @@ RU_EN_CASES = {
 
 # As found in the OpenNMT toy corpus (Moses-escaped, not unescaped here).
 EN_DE_CASES = {
+    # Names are the same on both sides of a translation and are not counted.
+    "names_are_not_copies": (
+        "Tom is reading a book with Mary.",
+        "Tom liest mit Mary ein Buch.",
+        None,
+        {"copied_words": 0, "copy_share": 0.0},
+    ),
+    # Issue 14's class 5: a half-translated web phrase (two of its three words left English).
+    "copied_text_web_phrase": (
+        "Double room, shower, toilet",
+        "Doppelzimmer, shower, toilet",
+        "copied_text",
+        {"copied_words": 2, "copy_share": 12 / 24},  # shower, toilet over the English side
+    ),
+    # One ordinary word rightly the same on both sides (a quoted term; the German is
+    # moses_de.txt's NTREX line, the English written for it): fewer than min_copied_words.
+    "one_copied_word": (
+        "Collins Dictionary named \"lockdown\" its word of the year 2020.",
+        "Das Englischwörterbuch von Collins hat „lockdown“ zum Wort des Jahres 2020 ernannt.",
+        None,
+        {"copied_words": 1},
+    ),
     # Issue 14's web phrases: fastText gives en only 0.41 / 0.44, enough for their length.
     "web_phrase_room": (
         "Double room, shower, toilet",
@@ -543,10 +573,10 @@ STATS_ZH_EN = [
     ("ingest", "malformed_line"), ("rules", "empty"), ("rules", "identical"),
     ("rules", "url_email_html"), ("rules", "special_chars"), ("rules", "too_many_tokens"),
     ("rules", "long_word"), ("rules", "token_ratio"), ("rules", "char_word_ratio"),
-    ("rules", "punct_share"), ("rules", "unbalanced_brackets"), ("langid", "langid_src"),
-    ("langid", "langid_tgt"), ("dedup", "duplicate"),
+    ("rules", "punct_share"), ("rules", "unbalanced_brackets"), ("rules", "copied_text"),
+    ("langid", "langid_src"), ("langid", "langid_tgt"), ("dedup", "duplicate"),
 ]
-PAIR_ONLY = ("identical", "token_ratio", "langid_tgt")
+PAIR_ONLY = ("identical", "token_ratio", "copied_text", "langid_tgt")
 
 
 def test_stats_steps_follow_the_order_with_each_rules_stage() -> None:
@@ -566,9 +596,9 @@ ROW_COLUMNS = ["row_id", "pair", "corpus", "file", "file_tgt", "line", "src", "t
 ZH_EN_SCORES = [
     "src_chars", "tgt_chars", "identical", "src_tokens", "tgt_tokens", "src_max_word_chars",
     "tgt_max_word_chars", "token_ratio", "src_char_word_ratio", "tgt_char_word_ratio",
-    "src_punct_share", "tgt_punct_share", "bracket_mismatch", "url_email_html", "special_chars",
-    "src_script_share", "tgt_script_share", "src_lang", "src_lang_prob", "src_lang_probs",
-    "tgt_lang", "tgt_lang_prob", "tgt_lang_probs",
+    "src_punct_share", "tgt_punct_share", "bracket_mismatch", "copied_words", "copy_share",
+    "url_email_html", "special_chars", "src_script_share", "tgt_script_share", "src_lang",
+    "src_lang_prob", "src_lang_probs", "tgt_lang", "tgt_lang_prob", "tgt_lang_probs",
 ]
 MONO_COLUMNS = ["row_id", "lang", "corpus", "file", "line", "text", "extra"]
 MONO_SCORES = [

@@ -155,6 +155,33 @@ def digit_share(col: Column) -> Column:
     return F.when(chars > 0, digits / chars)
 
 
+# A word an untranslated span carries: a lowercase letter then two or more letters. Names
+# (capitalized), numbers and Han text (no case) are left out: they are rightly the same on
+# both sides, an untranslated run of ordinary words is not.
+COPYABLE_WORD = r"(?<![\p{L}\p{N}])\p{Ll}\p{L}{2,}"
+
+
+def copied_words(src: Column, tgt: Column) -> Column:
+    """The distinct ordinary words found on both sides (case-sensitive)."""
+    def words(col: Column) -> Column:
+        return F.array_distinct(F.regexp_extract_all(col, F.lit(COPYABLE_WORD), 0))
+
+    return F.array_intersect(words(src), words(tgt))
+
+
+def copy_share(src: Column, tgt: Column) -> Column:
+    """The larger of the two sides' share of non-space characters in words found on both
+    sides: a target left half in the source language scores about one half, a translation
+    sharing a few names or numbers about zero. Monolingual text (no target) scores 0."""
+    shared = copied_words(src, tgt)
+    copied = F.aggregate(shared, F.lit(0), lambda total, word: total + F.length(word))
+
+    def share(col: Column) -> Column:
+        return F.when(nonspace_chars(col) > 0, copied / nonspace_chars(col))
+
+    return F.coalesce(F.greatest(share(src), share(tgt)), F.lit(0.0))
+
+
 # --- What a rule is ------------------------------------------------------------------------
 
 Settings = Mapping[str, Any]  # a setting's name -> its configured value
@@ -449,6 +476,23 @@ RULES: tuple[Rule, ...] = (
         scores=(RowScore("bracket_mismatch", lambda row: bracket_mismatch(row.src.text,
                                                                             row.tgt.text)),),
         fails=lambda row: F.col("bracket_mismatch") > 0,
+    ),
+    Rule(
+        "copied_text",
+        "At least min_copied_words ordinary words shared by the sides make up more than "
+        "max_copy_share of either side (an untranslated or half-translated pair).",
+        scores=(
+            RowScore("copied_words", lambda row: F.size(copied_words(row.src.text,
+                                                                       row.tgt.text))),
+            RowScore("copy_share", lambda row: copy_share(row.src.text, row.tgt.text)),
+        ),
+        fails=lambda row: (F.col("copied_words") >= row.settings["min_copied_words"])
+        & (F.col("copy_share") > row.settings["max_copy_share"]),
+        settings=(
+            Setting("max_copy_share", float, "most share of a side in words copied across"),
+            Setting("min_copied_words", int, "fewer shared words never fail"),
+        ),
+        pair_only=True,
     ),
     Rule(
         "url_email_html",
