@@ -200,12 +200,28 @@ LangidConf = with_rule_settings(LangidConfBase, "langid")
 
 
 class AlignConf(Strict):
-    """Word-alignment scoring (udfs/align.py): trained on a sample of the run's clean pairs."""
+    """Word-alignment scoring (udfs/align.py): an aligner saved in the lake's model store
+    (`reference`), else one trained on a sample of the run's clean pairs (jobs/pair_scores.py
+    `choose_aligner`)."""
 
     enabled: bool = False
     min_coverage: float = Field(0.6, ge=0, le=1)  # ZengHuiMT WMT: coverage below 0.6 dropped
+    min_coverage_by_pair: dict[str, float] = Field(default_factory=dict)
     sample_pairs: int = Field(200_000, gt=0)  # clean pairs the aligner is trained on
-    model_dir: str | None = None  # reuse a trained model; default: train one into the lake
+    min_train_pairs: int = Field(gt=0)  # fewer: no training (a saved aligner, or no scores)
+    reference: str | None = None  # a saved aligner's name, or `latest` for the pair's newest
+    model_dir: str | None = None  # a model directory (a lake path); overrides `reference`
+
+    @field_validator("min_coverage_by_pair")
+    @classmethod
+    def _thresholds(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {pair: t for pair, t in v.items() if not 0 <= t <= 1}
+        if bad:
+            raise ValueError(f"align.min_coverage_by_pair: coverage is 0..1, got {bad}")
+        return v
+
+    def min_coverage_for(self, pair: str) -> float:
+        return self.min_coverage_by_pair.get(pair, self.min_coverage)
 
 
 class EncoderConf(Strict):
@@ -268,7 +284,7 @@ class FilterConfig(JobConfig):
     dedup: DedupConf = DedupConf()
     rules: RulesConf
     langid: LangidConf
-    align: AlignConf = AlignConf()
+    align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
     embedding: EmbeddingConf
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: known_pair(v)))

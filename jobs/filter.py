@@ -31,8 +31,8 @@ from jobs.config import ConfigError, FilterConfig, load_config
 from jobs.ingest import read_input, union_all
 from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.layout import Layout
-from jobs.models import for_executors
-from jobs.pair_scores import align_stage, embed_stage, train_aligner
+from jobs.models import AlignerStore, for_executors
+from jobs.pair_scores import align_stage, check_aligner, choose_aligner, embed_stage
 from jobs.progress import log, stage
 from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
@@ -146,12 +146,10 @@ class FilterRun:
         with self.stage("normalize+rules+langid+dedup"):
             decided = self.staged(decided, "stage_rules")
         if cfg.align.enabled:
-            model_dir = cfg.align.model_dir
-            if model_dir is None:
-                with self.stage(f"train aligner (up to {cfg.align.sample_pairs:,} clean pairs)"):
-                    target = f"{self.lake.root}/models/align/{cfg.pair}/{self.run_id}"
-                    model_dir = train_aligner(decided, cfg, target)
-            log(f"word alignment scores (model {model_dir or 'none: no row left to score'})")
+            with self.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
+                store = AlignerStore(self.lake, cfg.pair)
+                model_dir = choose_aligner(decided, cfg, store, self.run_id)
+            log(f"word alignment scores (model {model_dir or 'none: all scores null'})")
             decided = align_stage(decided, cfg, model_dir)
             if cfg.embedding.enabled:  # staged again, or the embed split would align twice
                 with self.stage("word alignment"):
@@ -236,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
     spark, lake = open_lake("sluice-filter", cfg)
     run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
     inputs = [inp.model_dump() for inp in cfg.inputs]
+    check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts
     job = FilterRun(spark, lake, cfg, run_id)
     raw = job.read_inputs()  # input errors (e.g. Moses line counts) fail here: nothing written
     query = f"SELECT * FROM {cfg.lake.database}.filter_stats WHERE run_id = '{run_id}'"

@@ -11,6 +11,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig
+from jobs.lake import Lake
+from jobs.models import AlignerStore
+from jobs.progress import log
 from jobs.stages import ALIGN_RULE, alive, embed_rules, reject_where
 
 
@@ -38,26 +41,81 @@ def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, st
     return [(r.src, r.tgt) for r in rows]
 
 
-def train_aligner(df: DataFrame, cfg: FilterConfig, model_dir: str) -> str | None:
-    """Train the aligner on a sample of the alive rows into `model_dir` (a lake path); None
-    when no row is alive (nothing to train on, and nothing to score)."""
+def choose_aligner(
+    df: DataFrame, cfg: FilterConfig, store: AlignerStore, run_id: str
+) -> str | None:
+    """The model directory the run scores with, None for no scores (the align stage then adds
+    null columns and rejects nothing). In this order: `align.model_dir`; the saved aligner
+    `align.reference` names; one trained on the run's clean pairs and saved under the run id,
+    when the sample holds at least `align.min_train_pairs`; else the pair's newest saved
+    aligner; else none, with a warning. An aligner trained on too few pairs scores its own
+    misaligned pairs as aligned (bench/calibrate_align.py sizes), so it is never trained."""
+    align = cfg.align
+    if align.model_dir:
+        return align.model_dir
+    if align.reference:
+        name = store.resolve(align.reference)
+        log(f"align: saved aligner {name!r} ({describe(store.manifest(name))})")
+        return store.path(name)
+    sample = training_sample(df, align.sample_pairs)
+    if not sample:
+        return None  # no row alive: nothing to score
+    if len(sample) >= align.min_train_pairs:
+        return train_and_save(sample, cfg, store, run_id)
+    short = (
+        f"{len(sample):,} clean pairs, fewer than align.min_train_pairs {align.min_train_pairs:,}"
+    )
+    fallback = store.latest()
+    if fallback is not None:
+        log(
+            f"WARNING align: {short}: not trained; scoring with the newest saved aligner "
+            f"{fallback!r} ({describe(store.manifest(fallback))})"
+        )
+        return store.path(fallback)
+    log(
+        f"WARNING align: skipped: {short}, and no saved {cfg.pair} aligner under {store.root}: "
+        "align scores are null and align rejects nothing (train a reference aligner: "
+        "python -m jobs.align_reference)"
+    )
+    return None
+
+
+def train_and_save(
+    sample: list[tuple[str, str]], cfg: FilterConfig, store: AlignerStore, run_id: str
+) -> str:
     from udfs.align import train_alignment
 
     src_lang, tgt_lang = cfg.langs
-    sample = training_sample(df, cfg.align.sample_pairs)
-    if not sample:
-        return None
-    return train_alignment(sample, src_lang, tgt_lang, model_dir)
+    corpora = ", ".join(sorted({inp.corpus for inp in cfg.inputs}))
+    about = {"name": run_id, "run_id": run_id, "source": f"filter run {run_id}: {corpora}"}
+    log(f"align: training an aligner on {len(sample):,} clean pairs, saved as {run_id!r}")
+    train = lambda out: train_alignment(sample, src_lang, tgt_lang, out, about)  # noqa: E731
+    return store.save(run_id, train, replace=True)  # a retried run id replaces its own
+
+
+def describe(manifest: dict | None) -> str:
+    """What a saved aligner was trained on, for the log."""
+    m = manifest or {}
+    pairs = m.get("sample_pairs_used")
+    count = f"{pairs:,}" if isinstance(pairs, int) else "?"
+    return f"{count} pairs of {m.get('source', '?')}, created {m.get('created', '?')}"
+
+
+def check_aligner(lake: Lake, cfg: FilterConfig) -> None:
+    """Fail before the run starts when `align.reference` names no saved aligner."""
+    align = cfg.align
+    if align.enabled and align.reference and not align.model_dir:
+        AlignerStore(lake, cfg.pair).resolve(align.reference)
 
 
 def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> DataFrame:
     from udfs.align import SCORE_COLUMNS, add_alignment_scores
 
     src_lang, tgt_lang = cfg.langs
-    if model_dir is None:  # no row survived to be scored
+    if model_dir is None:  # no row survived to be scored, or no aligner (choose_aligner)
         return df.withColumns({c: F.lit(None).cast("double") for c in SCORE_COLUMNS})
     df = add_alignment_scores(df, model_dir, src_lang, tgt_lang, alive())
-    low = F.col("align_coverage") < cfg.align.min_coverage
+    low = F.col("align_coverage") < cfg.align.min_coverage_for(cfg.pair)
     return reject_where(df, low, *ALIGN_RULE)
 
 

@@ -9,6 +9,7 @@ second JVM start); the tables live in their own database.
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,9 @@ def run(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         f"extends: {CONF / 'zh-en.yaml'}\nlake: {{root: {lake}, database: {DB}}}\n"
         f"inputs:\n  - {{corpus: tatoeba, paths: {tatoeba}}}\n"
         f"  - {{corpus: shifted, paths: [{work / 'shifted.tsv'}]}}\n"
-        "align: {enabled: true}\nembedding: {enabled: true, margin_k: 4}\n"
+        # ~1,600 pairs reach the aligner: under the default align.min_train_pairs, lowered
+        # so that the run trains one (tests/test_align_store.py covers the fallbacks).
+        "align: {enabled: true, min_train_pairs: 1000}\nembedding: {enabled: true, margin_k: 4}\n"
     )
     assert main(["--config", str(config), "--run-id", "sc-1"]) == 0
     return {"lake": lake, "config": config, "spark": spark}
@@ -105,13 +108,23 @@ def test_stats_list_the_scorer_rules(run) -> None:
 
 def test_the_trained_aligner_is_in_the_lake_and_reused(run) -> None:
     model_dir = run["lake"] / "models/align/zh-en/sc-1"
-    assert (model_dir / "manifest.json").exists()
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    assert (manifest["name"], manifest["run_id"], manifest["pair"]) == ("sc-1", "sc-1", "zh-en")
+    assert manifest["source"] == "filter run sc-1: shifted, tatoeba"
     before = {r.row_id: r.align_coverage for r in rows(run, f"SELECT * FROM {DB}.bitext_clean")}
     argv = ["--config", str(run["config"]), "--run-id", "sc-2"]
-    assert main([*argv, "--set", f"align.model_dir={model_dir}"]) == 0
+    assert main([*argv, "--set", "align.reference=sc-1"]) == 0
     assert not (run["lake"] / "models/align/zh-en/sc-2").exists()  # nothing trained
     after = {r.row_id: r.align_coverage for r in rows(run, f"SELECT * FROM {DB}.bitext_clean")}
     assert after == before  # same model, same input: same scores and survivors
+
+
+def test_a_missing_reference_fails_before_the_run(run, capsys) -> None:
+    argv = ["--config", str(run["config"]), "--run-id", "sc-3", "--set", "align.reference=nope"]
+    assert main(argv) == 2
+    [line] = [x for x in capsys.readouterr().err.splitlines() if x.startswith("sluice: error")]
+    assert "align.reference 'nope': no zh-en aligner" in line and "saved: sc-1" in line
+    assert not rows(run, f"SELECT * FROM {DB}.runs WHERE run_id = 'sc-3'")  # never started
 
 
 def test_a_run_with_no_row_left_for_the_scorers_still_commits(spark, lake_root: Path, tmp_path):

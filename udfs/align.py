@@ -53,7 +53,11 @@ LOADS: Counter[tuple[str, str]] = Counter()  # loads per model in this process (
 
 
 def train_alignment(
-    pairs: Sequence[tuple[str, str]], src_lang: str, tgt_lang: str, out_dir: str
+    pairs: Sequence[tuple[str, str]],
+    src_lang: str,
+    tgt_lang: str,
+    out_dir: str,
+    about: dict | None = None,
 ) -> str:
     """Train fast_align (both directions) on `pairs` and write the model to `out_dir`.
 
@@ -66,13 +70,13 @@ def train_alignment(
     zh-en, ~560 of WMT21-23 zh-en system outputs, so 200k pairs take 6-11 minutes. `out_dir`
     is a local path, a file: URI or, with an active SparkSession, any Hadoop URI (trained in a
     local temporary directory, then copied). Files: `forward.probs`, `backward.probs` and
-    `manifest.json` (written last). Returns `out_dir`.
+    `manifest.json` (written last; `about` is added to it). Returns `out_dir`.
     """
     if is_local_path(out_dir):
-        train_local(pairs, src_lang, tgt_lang, local_path(out_dir))
+        train_local(pairs, src_lang, tgt_lang, local_path(out_dir), about)
         return out_dir
     with tempfile.TemporaryDirectory(prefix="sluice-align-") as tmp:
-        train_local(pairs, src_lang, tgt_lang, tmp)
+        train_local(pairs, src_lang, tgt_lang, tmp, about)
         _upload(tmp, out_dir)
     return out_dir
 

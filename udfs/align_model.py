@@ -8,8 +8,10 @@ trailing punctuation split off each token (see `align_tokens`).
 A model directory holds
 - `forward.probs` (src->tgt) and `backward.probs` (tgt->src): systran-align's binary parameter
   files (vocabulary and lexical translation table t(generated | conditioning) of each direction);
-- `manifest.json`, written last (a directory without it is incomplete): languages, sample size
-  and hash, library and version, training options, tokenization, sha256 of each parameter file.
+- `manifest.json`, written last (a directory without it is incomplete): pair, languages, sample
+  size and hash, library and version, training options, tokenization, sha256 of each parameter
+  file, creation time (UTC), and what the caller says of it (jobs/models.py `AlignerStore`:
+  name, source, run id).
 
 Why train with systran-align and score here (measured on newstest and Tatoeba: real pairs vs
 the same corpus with targets shifted by one line; more in tests/test_align.py and the bench):
@@ -57,6 +59,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.metadata import version
 
 import numpy as np
@@ -145,9 +148,14 @@ def one_openmp_thread() -> Iterator[None]:
 
 
 def train_local(
-    pairs: Iterable[tuple[str, str]], src_lang: str, tgt_lang: str, out_dir: str
+    pairs: Iterable[tuple[str, str]],
+    src_lang: str,
+    tgt_lang: str,
+    out_dir: str,
+    about: dict | None = None,
 ) -> dict:
-    """Train both directions on `pairs` and write the model files into local `out_dir`."""
+    """Train both directions on `pairs` and write the model files into local `out_dir`;
+    `about` (e.g. name, source, run_id) is added to the manifest."""
     try:
         import systran_align
     except ImportError as err:  # scoring needs only numpy; training needs the library
@@ -171,7 +179,10 @@ def train_local(
         for name in (FORWARD, BACKWARD):
             shutil.move(os.path.join(tmp, name), os.path.join(out_dir, name))
     manifest = {
+        **(about or {}),
         "format": FORMAT,
+        "pair": f"{src_lang}-{tgt_lang}",
+        "created": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "src_lang": src_lang,
         "tgt_lang": tgt_lang,
         "sample_pairs_given": given,
