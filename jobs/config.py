@@ -206,7 +206,7 @@ class AlignConf(Strict):
 
     enabled: bool = False
     min_coverage: float = Field(0.6, ge=0, le=1)  # ZengHuiMT WMT: coverage below 0.6 dropped
-    min_coverage_by_pair: dict[str, float] = Field(default_factory=dict)
+    min_coverage_by_pair: dict[str, float]  # per pair, over min_coverage (YAML only)
     sample_pairs: int = Field(200_000, gt=0)  # clean pairs the aligner is trained on
     min_train_pairs: int = Field(gt=0)  # fewer: no training (a saved aligner, or no scores)
     reference: str | None = None  # a saved aligner's name, or `latest` for the pair's newest
