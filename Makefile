@@ -15,7 +15,7 @@ SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
 # default is INFO). pyspark's launcher reads $SPARK_HOME/conf, SPARK_HOME being the package.
 LOG4J  := $(VENV)/spark-conf.stamp
 
-.PHONY: setup demo demo-bt demo-select demo-refresh test lint bench clean
+.PHONY: setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
 setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
 
@@ -72,6 +72,16 @@ demo-refresh: setup
 	  > incoming/zh-en/crawl/anki-002.tsv
 	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
 	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml --full
+
+# A learned pair_score (README "pair_score"): trained on the bundled Tatoeba pairs with
+# negatives made from them, saved in lake/models/pair_score/zh-en/, then used by a filter run
+# of the Anki pairs (the pair_score column, and its rejections in the funnel).
+PAIR_SCORE_NAME ?= tatoeba-$(shell date +%Y%m%d-%H%M%S)
+demo-pair-score: setup
+	$(SUBMIT) jobs/train_pair_score.py --config conf/zh-en.yaml --name $(PAIR_SCORE_NAME) \
+	  --input tests/data/tatoeba-zh-en.zh tests/data/tatoeba-zh-en.en
+	$(SUBMIT) jobs/filter.py --config conf/zh-en.yaml --corpus anki \
+	  --input tests/data/anki-cmn-zh-en.tsv.gz --set pair_score.enabled=true
 
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml

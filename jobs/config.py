@@ -260,6 +260,14 @@ class EmbeddingConf(Strict):
         return self.encoders[self.encoder]
 
 
+class PairScoreConf(Strict):
+    """The learned pair_score (udfs/pair_features.py, jobs/pair_score_model.py)."""
+
+    enabled: bool
+    model: str  # a name in <lake>/models/pair_score/<pair>/, or `latest`
+    min_score: float | None = Field(None, ge=0, le=1)  # None: the model's calibrated threshold
+
+
 class JobConfig(Strict):
     """A job's whole configuration: stored resolved in the `runs` table, hashed into run ids.
     Every job has a lake and a Spark session."""
@@ -286,6 +294,7 @@ class FilterConfig(JobConfig):
     langid: LangidConf
     align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
     embedding: EmbeddingConf
+    pair_score: PairScoreConf
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: known_pair(v)))
     _lang = field_validator("lang")(classmethod(lambda cls, v: known_lang(v)))
@@ -294,8 +303,10 @@ class FilterConfig(JobConfig):
     def pair_or_lang(self) -> FilterConfig:
         if self.pair and self.lang:
             raise ValueError("set `pair` (bitext) or `lang` (monolingual), not both")
-        if self.lang and (self.align.enabled or self.embedding.enabled):
-            raise ValueError("align/embedding score pairs: turn them off for a monolingual run")
+        if self.lang and (self.align.enabled or self.embedding.enabled
+                          or self.pair_score.enabled):
+            raise ValueError("align/embedding/pair_score score pairs: turn them off for a "
+                             "monolingual run")
         return self
 
     @property

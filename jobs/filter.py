@@ -32,6 +32,8 @@ from jobs.ingest import read_input, union_all
 from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.layout import Layout
 from jobs.models import AlignerStore, for_executors
+from jobs.pair_score_model import load as load_pair_score_model
+from jobs.pair_score_stage import pair_score_stage, threshold
 from jobs.pair_scores import align_stage, check_aligner, choose_aligner, embed_stage
 from jobs.progress import log, stage
 from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
@@ -140,7 +142,7 @@ class FilterRun:
     def pair_scores(self, decided: DataFrame) -> DataFrame:
         """Word alignment and embedding similarity on the rows the rules and dedup kept."""
         cfg = self.cfg
-        if not (cfg.align.enabled or cfg.embedding.enabled):
+        if not (cfg.align.enabled or cfg.embedding.enabled or cfg.pair_score.enabled):
             return decided
         # Staged, so sampling for the aligner does not recompute the stages before it.
         with self.stage("normalize+rules+langid+dedup"):
@@ -159,6 +161,9 @@ class FilterRun:
             log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
             model = for_executors(self.spark, enc.model, f"{cfg.embedding.encoder} encoder")
             decided = embed_stage(decided, cfg, model)
+        if cfg.pair_score.enabled:
+            decided, model = pair_score_stage(decided, cfg, self.lake)
+            log(f"pair_score (model {model['name']}, threshold {threshold(cfg, model):.3f})")
         return decided
 
     def execute(self, raw: DataFrame) -> list[Flip]:
@@ -176,7 +181,8 @@ class FilterRun:
         decided = self.pair_scores(decided)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
-        scorers = self.cfg.align.enabled or self.cfg.embedding.enabled
+        scorers = (self.cfg.align.enabled or self.cfg.embedding.enabled
+                   or self.cfg.pair_score.enabled)
         last = "embeddings" if self.cfg.embedding.enabled else "write"
         with self.stage(last if scorers else "normalize+rules+langid+dedup"):
             parts = [key, "corpus", "outcome", *self.source_cols]
@@ -232,6 +238,8 @@ class FilterRun:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     spark, lake = open_lake("sluice-filter", cfg)
+    if cfg.pair_score.enabled:  # a missing model fails before any work
+        load_pair_score_model(lake, cfg.pair, cfg.pair_score.model)
     run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
     inputs = [inp.model_dump() for inp in cfg.inputs]
     check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts

@@ -20,6 +20,7 @@ from udfs.sides import SIDE_SCHEMA, SideOptions, side_analyzer
 CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
 ALIGN_RULE = ("align", "align_coverage")
+PAIR_SCORE_RULE = ("pair_score", "pair_score")
 
 
 def alive() -> Column:
@@ -217,6 +218,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("dedup", lambda cfg: [("dedup", rule) for rule in dedup_rules(cfg)]),
     Stage("align", lambda cfg: [ALIGN_RULE] if cfg.align.enabled else []),
     Stage("embed", lambda cfg: [("embed", rule) for rule in embed_rules(cfg)]),
+    Stage("pair_score", lambda cfg: [PAIR_SCORE_RULE] if cfg.pair_score.enabled else []),
 )
 
 

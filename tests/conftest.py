@@ -61,7 +61,7 @@ def scored_config(lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         f"extends: {REPO / 'conf/zh-en.yaml'}\n"
         f"lake: {{root: {lake_root / SCORED_DB}, database: {SCORED_DB}}}\n"
         f"inputs:\n  - {{corpus: tatoeba, paths: {paths}}}\n"
-        "align: {enabled: true, sample_pairs: 500}\n"
+        "align: {enabled: true, sample_pairs: 500, min_train_pairs: 500}\n"
         "embedding: {enabled: true, margin_k: 4}\n"
     )
     return config

@@ -1,0 +1,159 @@
+"""The learned pair_score (issue 14): negatives, training on real pairs, the filter applying
+it, the model store, and bad input. Run in the test session's Spark (in-process `main`s);
+the features here are the rule scores (the pair scorers off, to stay fast)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from jobs.pair_score_model import NEGATIVE_KINDS, auc, negatives
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+
+
+def anki_pairs(n: int) -> list[tuple[str, str]]:
+    """Real zh-en pairs (Anki/Tatoeba), none of them in tatoeba-zh-en (the training set)."""
+    train = set((DATA / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines())
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        pairs = [(z, e) for z, e, _ in (line.rstrip("\n").split("\t") for line in f)]
+    return [p for p in pairs if p[0] not in train and len(p[1].split()) >= 5][:n]
+
+
+def test_negatives_of_each_kind() -> None:
+    pairs = [("我们明天见。", "See you tomorrow at the station."),
+             ("他在看书。", "He is reading a book in the garden."),
+             ("天气很好。", "The weather is very nice today.")]
+    made = negatives(pairs, "zh", "en", seed=1)
+    assert made == negatives(pairs, "zh", "en", seed=1)  # deterministic
+    assert len(made) == len(pairs) * len(NEGATIVE_KINDS)
+    by_kind = {kind: [(s, t) for s, t, k in made if k == kind] for kind in NEGATIVE_KINDS}
+    for (src, tgt), (neg_src, neg_tgt) in zip(pairs, by_kind["misaligned"], strict=True):
+        assert neg_src == src and neg_tgt != tgt and neg_tgt in [t for _, t in pairs]
+    for (_, tgt), (_, neg_tgt) in zip(pairs, by_kind["truncated"], strict=True):
+        assert tgt.startswith(neg_tgt) and len(neg_tgt.split()) < len(tgt.split())
+    for (src, _), (_, neg_tgt) in zip(pairs, by_kind["wrong_language"], strict=True):
+        assert neg_tgt in [s for s, _ in pairs] and neg_tgt != src
+    assert [t for _, t in by_kind["copied"]] == [s for s, _ in pairs]
+    for (src, tgt), (_, neg_tgt) in zip(pairs, by_kind["half_translated"], strict=True):
+        assert neg_tgt.startswith(" ".join(tgt.split()[:2])) and neg_tgt.endswith(src[-2:])
+    for (_, tgt), (_, neg_tgt) in zip(pairs, by_kind["dropped_span"], strict=True):
+        kept = neg_tgt.split()
+        assert 0 < len(kept) < len(tgt.split()) and kept[0] == tgt.split()[0]
+
+
+def test_auc() -> None:
+    assert auc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert auc([0.1], [0.9]) == 0.0
+    assert auc([0.5, 0.5], [0.5]) == 0.5
+
+
+@pytest.fixture(scope="module")
+def trained(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A pair_score model trained on the 1,500 real Tatoeba zh-en pairs, in its lake."""
+    from jobs.train_pair_score import main
+
+    lake = tmp_path_factory.mktemp("pair_score") / "lake"
+    code = main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "tatoeba",
+                 "--lake", str(lake), "--input", str(DATA / "tatoeba-zh-en.zh"),
+                 str(DATA / "tatoeba-zh-en.en")])
+    assert code == 0
+    manifest = lake / "models/pair_score/zh-en/tatoeba/manifest.json"
+    return lake, json.loads(manifest.read_text())
+
+
+def test_the_model_ranks_clean_pairs_above_made_bad_ones(trained) -> None:
+    """On the held-apart fifth (pairs and negatives the model never saw)."""
+    _, model = trained
+    held = model["held_apart"]
+    assert held["clean_pairs"] >= 250
+    assert held["kept_clean"] == pytest.approx(0.95, abs=0.01)
+    assert held["auc"] >= 0.85  # measured 0.93
+    kinds = held["kinds"]
+    assert set(kinds) == set(NEGATIVE_KINDS)
+    for kind in ("copied", "wrong_language", "truncated", "half_translated"):
+        assert kinds[kind]["auc"] >= 0.95, kind  # measured 0.99-1.0
+    # Without the pair scorers a sentence of the wrong pair is hard to tell: only its length.
+    assert kinds["misaligned"]["auc"] >= 0.6  # measured 0.69
+    assert model["source"].startswith("files ") and model["name"] == "tatoeba"
+    assert len(model["weights"]) == len(model["features"]) == len(model["means"])
+    assert "embed_cosine" not in model["features"]  # the scorers were off
+
+
+def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -> None:
+    """Real pairs the model never saw, and the same pairs with their target cut short: the
+    filter stores `pair_score` on every row that reaches the scorers, equal to the model's
+    own arithmetic, and rejects the cut ones far more often."""
+    from jobs.filter import main
+    from jobs.lake import Lake
+    from jobs.pair_score_model import load
+
+    lake, model = trained
+    pairs = anki_pairs(200)
+    cut = [(z, " ".join(e.split()[: max(1, len(e.split()) * 2 // 5)])) for z, e in pairs]
+    tsv = tmp_path / "mixed.tsv"
+    tsv.write_text("".join(f"{z}\t{e}\n" for z, e in pairs + cut), encoding="utf-8")
+    code = main(["--config", str(REPO / "conf/zh-en.yaml"), "--lake", str(lake),
+                 "--corpus", "mixed", "--input", str(tsv),
+                 "--set", "pair_score.enabled=true", "--set", "pair_score.model=latest"])
+    assert code == 0
+    rows = ds.dataset(lake / "tables/bitext", partitioning="hive").to_table().to_pylist()
+    assert len(rows) == 400
+    first_half = {r["line"]: r for r in rows if r["line"] <= 200}
+    second_half = {r["line"] - 200: r for r in rows if r["line"] > 200}
+    reached = [r for r in rows if r["reject_stage"] in (None, "pair_score")]
+    assert reached and all(r["pair_score"] is not None for r in reached)
+    assert all(r["pair_score"] is None for r in rows if r not in reached)
+    whole_rejected = sum(r["reject_rule"] == "pair_score" for r in first_half.values())
+    cut_rejected = sum(r["reject_rule"] is not None for r in second_half.values())
+    assert whole_rejected <= 0.15 * len(first_half)  # measured
+    assert cut_rejected >= 0.6 * len(second_half)
+    stats = ds.dataset(lake / "tables/filter_stats", partitioning="hive").to_table().to_pylist()
+    step = [s for s in stats if s["stage"] == "pair_score"]
+    assert [s["rule"] for s in step] == ["pair_score"]
+    assert step[0]["rows_rejected"] == sum(r["reject_rule"] == "pair_score" for r in rows)
+    # The stored score is the model's arithmetic on the stored scores' features.
+    from jobs.config import load_config
+    from jobs.stages import rule_row
+    from udfs.pair_features import feature_columns, score_python
+
+    row = rule_row(load_config(REPO / "conf/zh-en.yaml"))
+    table = spark.read.parquet(str(lake / "tables/bitext")).where("pair_score IS NOT NULL")
+    checked = table.select("pair_score", *[c.alias(n) for n, c in feature_columns(
+        model["features"], row).items()]).limit(50).collect()
+    for r in checked:
+        values = {n: r[f"f_{n}"] for n in model["features"]}
+        assert r["pair_score"] == pytest.approx(score_python(model, values), abs=1e-9)
+    assert load(Lake(spark, str(lake), "sluice"), "zh-en", "latest")["name"] == "tatoeba"
+
+
+def test_errors_are_one_line(spark, trained, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    from jobs.filter import main as filter_main
+    from jobs.train_pair_score import main as train_main
+
+    lake, _ = trained
+    config = str(REPO / "conf/zh-en.yaml")
+    moses = [str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en")]
+    assert train_main(["--config", config, "--name", "tatoeba", "--lake", str(lake),
+                       "--input", *moses]) == 2
+    assert "pair_score model tatoeba of zh-en exists" in capsys.readouterr().err
+    short = tmp_path / "short.en"
+    short.write_text("one line\n", encoding="utf-8")
+    assert train_main(["--config", config, "--name", "x", "--lake", str(lake),
+                       "--input", moses[0], str(short)]) == 2
+    assert "has 1500 lines" in capsys.readouterr().err.replace(f"{moses[0]} ", "")
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text("我们明天见。\tSee you tomorrow.\n", encoding="utf-8")
+    assert filter_main(["--config", config, "--lake", str(tmp_path / "empty"), "--corpus", "a",
+                        "--input", str(tsv), "--set", "pair_score.enabled=true"]) == 2
+    assert "no pair_score model of zh-en" in capsys.readouterr().err
+    assert filter_main(["--config", config, "--lake", str(lake), "--corpus", "a",
+                        "--input", str(tsv), "--set", "pair_score.enabled=true",
+                        "--set", "pair_score.model=nope"]) == 2
+    assert "pair_score.model nope: no such model" in capsys.readouterr().err

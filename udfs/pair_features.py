@@ -1,0 +1,88 @@
+"""The learned `pair_score`: its features over the stored scores, and the model as one Spark
+expression.
+
+The features are Spark Column expressions over the score columns a filter run stores (rule
+scores, word alignment, embeddings), so training (jobs/pair_score_model.py) and scoring see
+the very same numbers. The model is a logistic regression over standardized features:
+`pair_score = 1 / (1 + exp(-(b + sum w_i * (x_i - mean_i) / std_i)))`, a missing feature
+taking its training mean. Applying it is arithmetic on columns: no Python worker, no model
+file on the executors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from udfs.rules import Row, expected_lang_prob
+
+
+def _abs_log_ratio(a: Column, b: Column) -> Column:
+    return F.abs(F.log((a + 1.0) / (b + 1.0)))
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    needs: tuple[str, ...]  # the stored columns it reads: skipped when one is not stored
+    expr: Callable[[Row], Column]
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("char_len_ratio", ("src_chars", "tgt_chars"),
+            lambda r: _abs_log_ratio(F.col("src_chars"), F.col("tgt_chars"))),
+    Feature("token_len_ratio", ("src_tokens", "tgt_tokens"),
+            lambda r: _abs_log_ratio(F.col("src_tokens"), F.col("tgt_tokens"))),
+    Feature("min_tokens", ("src_tokens", "tgt_tokens"),
+            lambda r: F.log1p(F.least("src_tokens", "tgt_tokens"))),
+    Feature("src_lang_fit", ("src_lang_probs",), lambda r: expected_lang_prob(r, r.src)),
+    Feature("tgt_lang_fit", ("tgt_lang_probs",), lambda r: expected_lang_prob(r, r.tgt)),
+    Feature("src_script_share", ("src_script_share",), lambda r: F.col("src_script_share")),
+    Feature("tgt_script_share", ("tgt_script_share",), lambda r: F.col("tgt_script_share")),
+    Feature("punct_share_diff", ("src_punct_share", "tgt_punct_share"),
+            lambda r: F.abs(F.col("src_punct_share") - F.col("tgt_punct_share"))),
+    Feature("bracket_mismatch", ("bracket_mismatch",), lambda r: F.col("bracket_mismatch")),
+    Feature("copy_share", ("copy_share",), lambda r: F.col("copy_share")),
+    Feature("align_coverage", ("align_coverage",), lambda r: F.col("align_coverage")),
+    Feature("align_fwd_logprob", ("align_fwd_logprob",), lambda r: F.col("align_fwd_logprob")),
+    Feature("align_rev_logprob", ("align_rev_logprob",), lambda r: F.col("align_rev_logprob")),
+    Feature("embed_cosine", ("embed_cosine",), lambda r: F.col("embed_cosine")),
+    Feature("embed_margin", ("embed_margin",), lambda r: F.col("embed_margin")),
+)
+BY_NAME = {f.name: f for f in FEATURES}
+
+
+def available(columns: list[str]) -> list[str]:
+    """The features whose stored columns are all present (and not all-null by design:
+    `embed_margin` only with margin_k > 0, which the caller decides)."""
+    return [f.name for f in FEATURES if all(c in columns for c in f.needs)]
+
+
+def feature_columns(names: list[str], row: Row) -> dict[str, Column]:
+    return {f"f_{name}": BY_NAME[name].expr(row).cast("double") for name in names}
+
+
+def score_expression(model: dict[str, Any], row: Row) -> Column:
+    """The model's `pair_score` for each row, as one Column (see the module docstring)."""
+    logit: Column = F.lit(float(model["intercept"]))
+    for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
+                                       model["stds"], strict=True):
+        x = F.coalesce(BY_NAME[name].expr(row).cast("double"), F.lit(float(mean)))
+        logit = logit + float(weight) * (x - float(mean)) / float(std)
+    return 1.0 / (1.0 + F.exp(-logit))
+
+
+def score_python(model: dict[str, Any], features: dict[str, float | None]) -> float:
+    """The same score from feature values (tests, benchmarks)."""
+    logit = float(model["intercept"])
+    for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
+                                       model["stds"], strict=True):
+        x = features.get(name)
+        x = mean if x is None or (isinstance(x, float) and math.isnan(x)) else x
+        logit += weight * (x - mean) / std
+    return 1.0 / (1.0 + math.exp(-logit))
