@@ -33,6 +33,22 @@ printed as a lower-bound check. Peak memory: the RSS of the whole tree, sampled 
 twice a second. sluice's time to
 its first row: when the job logs `ingest ...: started`, from the bench's clock. The machine may
 be shared: the load average is printed; the CPU column is the steadier figure.
+
+Measured 2026-11-23 (2 CPUs, shared: another test suite started during the run, load average
+2.0 at the start, 6-8 during sluice's runs; all CPU figures inflated by the contention: the
+library floor took 48 CPU-s here against ~16 on an idle machine, so compare within a row set):
+
+| run | pairs | wall s | CPU-s | pairs per CPU-s | CPU/wall | peak RSS GiB | kept |
+|---|---|---|---|---|---|---|---|
+| OpusFilter 3.3.1 (one process) | 418,472 | 105.4 | 101.0 | 4,142 | 96% | 0.11 | 300,114 |
+| sluice filter.py --pair zh-en (local[2]) | 418,472 | 359.8 | 345.6 | 1,211 | 96% | 2.47 | 309,629 |
+| library floor: OpenCC+jieba+fastText, both sides | 418,472 | 51.0 | 48.0 | 8,716 | 94% | - | - |
+| sluice at 4x | 1,673,888 | 1600.8 | 1043.4 | 1,604 | 65% | 3.79 | 1,238,985 |
+
+sluice CPU per pair / OpusFilter's: 3.42x. sluice's CPU: 273.1 s JVM + Python driver + daemon
+(getrusage), 72.5 s in the 6 Python workers (which do the OpenCC/jieba/fastText work); first
+row read at 40.1 s; normalize+rules+langid+dedup 284.8 s of the 359.8 s. 4x: wall 4.45x, CPU
+3.02x, peak RSS 1.53x.
 """
 
 from __future__ import annotations
