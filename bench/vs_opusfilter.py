@@ -41,7 +41,7 @@ library floor took 48 CPU-s here against ~16 on an idle machine, so compare with
 | run | pairs | wall s | CPU-s | pairs per CPU-s | CPU/wall | peak RSS GiB | kept |
 |---|---|---|---|---|---|---|---|
 | OpusFilter 3.3.1 (one process) | 418,472 | 105.4 | 101.0 | 4,142 | 96% | 0.11 | 300,114 |
-| sluice filter.py --pair zh-en (local[2]) | 418,472 | 359.8 | 345.6 | 1,211 | 96% | 2.47 | 309,629 |
+| sluice filter.py --pair zh-en | 418,472 | 359.8 | 345.6 | 1,211 | 96% | 2.47 | 309,629 |
 | library floor: OpenCC+jieba+fastText, both sides | 418,472 | 51.0 | 48.0 | 8,716 | 94% | - | - |
 | sluice at 4x | 1,673,888 | 1600.8 | 1043.4 | 1,604 | 65% | 3.79 | 1,238,985 |
 
