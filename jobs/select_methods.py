@@ -235,6 +235,9 @@ class EmbeddingKnn:
         return embed_pool(ctx, entry["encoder"], sides, files, ctx.cfg.embedding_knn.k, False)
 
 
+KMEANS_PARTITIONS = 16  # fixed, so a model does not depend on the cluster's size
+
+
 class KmeansDomains:
     name = "kmeans_domains"
 
@@ -257,8 +260,12 @@ class KmeansDomains:
             [(-(i + 1), v.tolist()) for i, v in enumerate(seed)],
             "row_id long, vector array<float>")
         points = vectors.where(F.col("vector").isNotNull()).select("row_id", "vector")
-        data = points.unionByName(seed_df).select(
-            "row_id", array_to_vector("vector").alias("features"))
+        # k-means|| draws its initial centres per partition: rows in a fixed partitioning and
+        # order (the pool's vectors come out of a shuffle in fetch order, which varies from run
+        # to run), or the clusters, and so the selection, change between identical runs.
+        data = (points.unionByName(seed_df)
+                .repartition(KMEANS_PARTITIONS, "row_id").sortWithinPartitions("row_id")
+                .select("row_id", array_to_vector("vector").alias("features")))
         model = KMeans(k=cfg.k, seed=cfg.seed, maxIter=cfg.max_iter,
                        distanceMeasure="cosine").fit(data)
         model.write().overwrite().save(f"{ctx.staging}/kmeans_domains.model")
