@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from integration_helpers import JIT_OPTS
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -20,7 +21,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # Results do not change (Java floating point is strict). A SPARK_SUBMIT_OPTS given is kept.
 if "TieredStopAtLevel" not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
-        [os.environ.get("SPARK_SUBMIT_OPTS", ""), "-XX:TieredStopAtLevel=1"]).strip()
+        [os.environ.get("SPARK_SUBMIT_OPTS", ""), JIT_OPTS]).strip()
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from integration_helpers import BT_FLAGS_STREAM, alongside, query_lake, spark_env, submit_to
+from integration_helpers import (
+    BT_FLAGS_STREAM,
+    JIT_OPTS,
+    alongside,
+    query_lake,
+    spark_env,
+    submit_to,
+)
 from standalone_cluster import standalone_cluster
 
 SHUFFLE = "spark.sql.shuffle.partitions"
@@ -23,7 +30,7 @@ SHUFFLE = "spark.sql.shuffle.partitions"
 # JVMs compile with C1 only, as the tests' other JVMs do (conftest.py).
 EXECUTORS = ("--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
              "--executor-memory", "1g", "--conf", f"{SHUFFLE}=5",
-             "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1")
+             "--conf", f"spark.executor.extraJavaOptions={JIT_OPTS}")
 DECIDED = "SELECT {cols}, {reject} FROM {db}.bitext_{outcome} WHERE run_id = '{run}'"
 RUN = "SELECT spark, status FROM {db}.runs WHERE run_id = '{run}'"
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 import yaml
+from integration_helpers import JIT_OPTS
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEDULE = REPO / "examples" / "schedule"
@@ -112,7 +113,7 @@ def cron_env(crontab: dict, home: Path) -> dict[str, str]:
         "PATH": "/usr/bin:/bin",
         **crontab["variables"],
         "SLUICE_HOME": str(home),
-        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1"),
+        "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", JIT_OPTS),
     }
     if java := java_home():
         env["JAVA_HOME"] = java
