@@ -75,6 +75,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="override a config value, e.g. --set rules.max_tokens=200",
     )
     p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    p.add_argument("--redecide", metavar="RUN_ID",
+                   help="re-decide a run from its stored scores with --set/--config "
+                   "thresholds, as a new run (jobs/redecide.py)")
     return p.parse_args(argv)
 
 
@@ -252,6 +255,10 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.redecide:
+        from jobs.redecide import redecide
+
+        return exit_code(lambda: redecide(args))
     return exit_code(lambda: run(args))
 
 
