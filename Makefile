@@ -83,6 +83,11 @@ demo-pair-score: setup
 	$(SUBMIT) jobs/filter.py --config conf/zh-en.yaml --corpus anki \
 	  --input tests/data/anki-cmn-zh-en.tsv.gz --set pair_score.enabled=true
 
+# The demo run's HTML report (README "Seeing a run"): report.html, which opens offline.
+.PHONY: demo-report
+demo-report: demo
+	$(SUBMIT) jobs/report.py --lake lake --out report.html
+
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml
 	$(PY) -m training.export --force --out $@ \
@@ -92,6 +97,7 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 # most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
 TEST_WORKERS ?= 2
 test: setup
+	scripts/install_chromium.sh || echo "warning: no chromium (above): tests/test_report.py fails"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 lint: setup
