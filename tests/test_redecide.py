@@ -1,0 +1,165 @@
+"""`filter.py --redecide RUN`: a run re-decided with new thresholds equals a full run with
+them (clean and rejected rows, rules, dup_of), without recomputing a score; bad requests are
+one line and exit 2. Real spark-submits on the Tatoeba zh-en pairs plus constructed pairs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from integration_helpers import alongside, query_lake, spark_env, spark_submit, submit_to
+
+DATA = Path(__file__).resolve().parent / "data"
+TATOEBA = [str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en")]
+# Thresholds B against the defaults (A): punctuation loosened 0.3 -> 0.5 (re-admits rows),
+# tokens tightened 120 -> 20 (rejects rows A kept).
+LOOSER_TIGHTER = ("--set", "rules.max_punct_share=0.5", "--set", "rules.max_tokens=20")
+WALK_ZH, WALK_EN = "我们明天去公园散步吧", "Let's go for a walk in the park tomorrow"
+RUN_ZH = "他每天早上六点起床，然后去河边跑步一个小时。"
+RUN_EN = "He gets up at six every morning and then runs along the river for an hour"
+# Two duplicate pairs (same dedup key: punctuation and case ignored), by line:
+CONSTRUCTED = [
+    # 1: punct share 0.35: rejected by punct_share under A, kept under B ...
+    f"{WALK_ZH}！！！！！\t{WALK_EN}" + "!" * 16,
+    # 2: ... so this copy is clean under A and a duplicate of line 1 under B.
+    f"{WALK_ZH}。\t{WALK_EN}.",
+    # 3: 26 English tokens: clean under A, too_many_tokens under B ...
+    f"{RUN_ZH}\t{RUN_EN}" + " -" * 10,
+    # 4: ... so this copy, a duplicate of line 3 under A, survives under B.
+    f"{RUN_ZH}\t{RUN_EN}.",
+    "no tab on this line: rejected at ingest, whatever the thresholds",
+]
+ROWS = "SELECT corpus, line, row_id, reject_rule, dup_of, run_id FROM sluice.bitext"
+
+
+def no_scoring_python(work: Path) -> Path:
+    """A Python for Spark's workers in which the scoring libraries fail to import."""
+    poison = work / "no-scoring"
+    poison.mkdir()
+    for module in ("fasttext", "rjieba", "opencc"):
+        (poison / f"{module}.py").write_text(
+            f"raise ImportError('{module} imported in a worker: the re-decide recomputed')\n")
+    wrapper = work / "python-no-scoring"
+    wrapper.write_text(f'#!/bin/sh\nexport PYTHONPATH="{poison}:$PYTHONPATH"\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def submit(*args: str) -> tuple[float, str]:
+    started = time.monotonic()
+    done = spark_submit(*args)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return time.monotonic() - started, done.stdout
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    work = tmp_path_factory.mktemp("redecide")
+    tsv = work / "constructed.tsv"
+    tsv.write_text("\n".join(CONSTRUCTED) + "\n", encoding="utf-8")
+    lake, full_lake = work / "lake", work / "lake-full"
+
+    def inputs(lake: Path, run_id: str, *sets: str) -> tuple[str, ...]:
+        conf = work / f"{run_id}.yaml"
+        conf.write_text(
+            f"pair: zh-en\nlake: {{root: {lake}}}\ninputs:\n"
+            f"  - {{corpus: constructed, paths: [{tsv}]}}\n"
+            f"  - {{corpus: tatoeba, paths: [{TATOEBA[0]}, {TATOEBA[1]}]}}\n")
+        return ("--config", str(conf), "--run-id", run_id, *sets)
+
+    full_a, out_a = submit(*inputs(lake, "a1"))
+    # The re-decide's Python workers cannot import fastText, jieba or OpenCC: it must not
+    # score (the side analysis runs them in Python workers), only compare stored scores.
+    started = time.monotonic()
+    done = submit_to("local[2]", "filter", "--redecide", "a1", "--lake", str(lake),
+                     "--run-id", "b1", *LOOSER_TIGHTER,
+                     env=dict(spark_env(), PYSPARK_PYTHON=str(no_scoring_python(work))))
+    redecide_s = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-4000:]
+    full_b, _ = submit(*inputs(full_lake, "b-full", *LOOSER_TIGHTER))
+    print(f"\nfull run A {full_a:.1f} s, full run B {full_b:.1f} s, re-decide A->B "
+          f"{redecide_s:.1f} s: re-decide/full B = {redecide_s / full_b:.2f}")
+    queries = {
+        "rows": ROWS,
+        "raw": "SELECT count(*) FROM sluice.bitext_raw",
+        "runs": "SELECT run_id, job, status, inputs, config FROM sluice.runs ORDER BY run_id",
+        "stats": "SELECT run_id, corpus, max(rows_in), sum(rows_rejected) FROM "
+                 "sluice.filter_stats GROUP BY 1, 2 ORDER BY 1, 2",
+        "clean_view": "SELECT count(*) FROM sluice.bitext_clean",
+    }
+    return dict(redecided=query_lake(lake, queries), full=query_lake(full_lake, {"rows": ROWS}),
+                stdout=done.stdout, lake=lake, out_a=out_a)
+
+
+def outcomes(rows: list[list]) -> dict[int, tuple]:
+    """row_id -> (reject_rule, dup_of)."""
+    return {row_id: (rule, dup_of) for _, _, row_id, rule, dup_of, _ in rows}
+
+
+def test_redecide_equals_a_full_run_with_the_new_thresholds(runs) -> None:
+    redecided, full = outcomes(runs["redecided"]["rows"]), outcomes(runs["full"]["rows"])
+    assert len(redecided) == len(full) == 1500 + len(CONSTRUCTED)
+    assert redecided == full
+    rules = {rule for rule, _ in redecided.values()}
+    assert {"too_many_tokens", "duplicate", "malformed_line", None} <= rules
+
+
+def test_dedup_follows_the_new_decisions(runs) -> None:
+    by_line = {line: (row_id, rule, dup_of) for corpus, line, row_id, rule, dup_of, _
+               in runs["redecided"]["rows"] if corpus == "constructed"}
+    (walk, *_), (walk_copy, *_) = by_line[1], by_line[2]
+    (run_id, *_), (run_copy, *_) = by_line[3], by_line[4]
+    # Under B: line 1 re-admitted, its copy now its duplicate; line 3 rejected, its copy kept.
+    assert by_line[1][1:] == (None, None)
+    assert by_line[2][1:] == ("duplicate", walk)
+    assert by_line[3][1] == "too_many_tokens"
+    assert by_line[4][1:] == (None, None)
+    assert by_line[5][1] == "malformed_line"
+    assert walk_copy != walk and run_copy != run_id
+
+
+def test_redecide_is_a_new_committed_run(runs) -> None:
+    answers = runs["redecided"]
+    assert {run for *_, run in answers["rows"]} == {"b1"}  # replaced a1's partitions
+    assert answers["raw"] == [[1500 + len(CONSTRUCTED)]]  # raw rows untouched
+    by_run = {run_id: (job, status, inputs) for run_id, job, status, inputs, _ in answers["runs"]}
+    assert by_run["a1"][:2] == ("filter", "succeeded")
+    assert by_run["b1"] == ("redecide", "succeeded", '[{"redecide_of": "a1"}]')
+    config = next(c for run_id, *_, c in answers["runs"] if run_id == "b1")
+    assert '"max_punct_share": 0.5' in config and '"max_tokens": 20' in config
+    stats = {(run_id, corpus): (rows_in, rejected)
+             for run_id, corpus, rows_in, rejected in answers["stats"]}
+    for corpus in ("constructed", "tatoeba"):  # every input row of a1, once
+        assert stats[("b1", corpus)][0] == stats[("a1", corpus)][0]
+    clean = sum(rows_in - rejected for (run_id, _), (rows_in, rejected) in stats.items()
+                if run_id == "b1")
+    assert answers["clean_view"] == [[clean]]
+    assert "re-deciding run a1" in runs["stdout"] and "kept" in runs["stdout"]
+
+
+def error_line(done) -> str:
+    said = done.stdout + done.stderr  # spark-submit merges the Python driver's stderr
+    errors = [line for line in said.splitlines() if line.startswith("sluice: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in said, said[-3000:]
+    return errors[0]
+
+
+def test_bad_requests_are_one_line_and_exit_2(runs) -> None:
+    lake = str(runs["lake"])
+    unknown, never_scored = alongside(
+        lambda: spark_submit("--redecide", "no-such-run", "--lake", lake),
+        lambda: spark_submit("--redecide", "b1", "--lake", lake,
+                             "--set", "embedding.enabled=true"),
+    )
+    assert "no-such-run" in error_line(unknown)
+    assert "did not run embedding" in error_line(never_scored)
+    rule_off, recompute = alongside(
+        lambda: spark_submit("--redecide", "b1", "--lake", lake, "--set", "rules.disabled=[]"),
+        lambda: spark_submit("--redecide", "b1", "--lake", lake,
+                             "--set", "normalize.strip_html=false"),
+    )
+    assert "src_digit_share" in error_line(rule_off)
+    assert "normalize.strip_html" in error_line(recompute)
