@@ -374,7 +374,8 @@ class RunScores:
 
     def rejected_samples(self, shown: list[str]) -> list[dict[str, Any]]:
         """SAMPLES rejected pairs per rule, picked by a hash of the row id (the same every
-        time), with the scores in `shown`."""
+        time), with the scores in `shown`. A row_number <= k filter is planned as a window
+        group limit (Spark 3.5+): each task keeps its top k per rule before the shuffle."""
         pick = Window.partitionBy(self.key, "reject_rule").orderBy(F.xxhash64("row_id"))
         rows = (self.df.where(F.col("outcome") == "rejected")
                 .withColumn("n", F.row_number().over(pick)).where(F.col("n") <= SAMPLES)
@@ -458,7 +459,7 @@ def collect_report(spark: SparkSession, lake: Lake, run: Run) -> ReportData:
         score_stats += s
         what_ifs += w
         near += scores.near_samples(pair, scores.thresholds(pair))
-    numeric, _ = scores.columns()
-    shown = [c for c in numeric if c in df.columns]
+    numeric, text = scores.columns()
+    shown = numeric + text
     return ReportData(run, funnel, history, in_lake, score_stats, scores.text_scores(),
                       what_ifs, scores.rejected_samples(shown) if in_lake else [], near, notes)

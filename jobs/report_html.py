@@ -38,6 +38,9 @@ SCORER_RULE_COLUMNS = {
     "pair_score": ("pair_score",),
 }
 CHART_WIDTH = 560
+NAV = ('<p><a href="#funnel">funnel</a> · <a href="#scores">scores</a> · '
+       '<a href="#what-if">what if</a> · <a href="#samples">samples</a> · '
+       '<a href="#config">config</a></p>')
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1300px; }
 table { border-collapse: collapse; margin: .5em 0 1em; }
@@ -163,13 +166,13 @@ def header(d: ReportData) -> str:
     if r.error:
         rows.append(("error", r.error))
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in d.notes)
-    return (f"<h1>Filter run {esc(r.run_id)}</h1>"
+    return (f"<h1>Filter run {esc(r.run_id)}</h1>{NAV}"
             + table_html(["", ""], [[f"<th>{esc(k)}</th>", td(v)] for k, v in rows]) + notes)
 
 
 def funnel_section(d: ReportData, specs: dict[str, dict]) -> str:
-    out = ["<h2>Funnel</h2><p>From <code>filter_stats</code>: rows that reached each rule "
-           "(in the order rows meet them) and the rows it rejected.</p>"]
+    out = ['<h2 id="funnel">Funnel</h2><p>From <code>filter_stats</code>: rows that reached '
+           "each rule (in the order rows meet them) and the rows it rejected.</p>"]
     corpora = sorted({(f["pair"], f["corpus"]) for f in d.funnel})
     for pair, corpus in corpora:
         steps = [f for f in d.funnel if (f["pair"], f["corpus"]) == (pair, corpus)]
@@ -205,12 +208,12 @@ def funnel_section(d: ReportData, specs: dict[str, dict]) -> str:
 
 
 def scores_section(d: ReportData, specs: dict[str, dict]) -> str:
-    out = ["<h2>Scores</h2><p>Every stored score of the run's rows: kept rows, rows rejected "
-           "by the rule that cuts the score, rows rejected by another rule. The dashed line is "
-           "the configured threshold; values beyond the 0.5th–99.5th percentiles are counted in "
-           "the edge bins. <i>Kept at threshold</i>: of the rows still alive when the score's "
-           "rule ran, those whose score passes the threshold (other conditions of the rule, "
-           "e.g. char_word_min_tokens, are not applied).</p>"]
+    out = ['<h2 id="scores">Scores</h2><p>Every stored score of the run\'s rows: kept '
+           "rows, rows rejected by the rule that cuts the score, rows rejected by another "
+           "rule. The dashed line is the configured threshold; values beyond the 0.5th–99.5th "
+           "percentiles are counted in the edge bins. <i>Kept at threshold</i>: of the rows "
+           "still alive when the score's rule ran, those whose score passes the threshold "
+           "(other conditions of the rule, e.g. char_word_min_tokens, are not applied).</p>"]
     for pair in sorted({s.pair for s in d.scores}):
         out.append(f"<h3>{esc(pair)}</h3><div class=\"scores\">")
         for s in (s for s in d.scores if s.pair == pair):
@@ -237,15 +240,15 @@ def scores_section(d: ReportData, specs: dict[str, dict]) -> str:
 
 
 def what_if_section(what_ifs: list[WhatIf]) -> str:
-    out = ["<h2>What if</h2><p>Rows kept at other values of each threshold, counted in Spark "
-           "from the stored scores among the rows alive when its rule ran (a threshold over "
-           "several scores keeps a row only when all pass).</p>"]
+    out = ['<h2 id="what-if">What if</h2><p>Rows kept at other values of each threshold, '
+           "counted in Spark from the stored scores among the rows alive when its rule ran (a "
+           "threshold over several scores keeps a row only when all pass).</p>"]
     for w in what_ifs:
         now = next(r["kept"] for r in w.rows if r["current"])
         body = "".join(
             ('<tr class="current">' if r["current"] else "<tr>")
             + td(r["label"]) + td(r["kept"], True) + td(share(r["kept"], w.alive), True)
-            + td(r["kept"] - now, True) + "</tr>"
+            + td(f"{r['kept'] - now:+,}", True) + "</tr>"
             for r in w.rows)
         out.append(f"<h3>{esc(w.pair)}: {esc(w.threshold.label())} (rule {esc(w.threshold.rule)}"
                    f"; {esc(', '.join(w.threshold.columns))}; {w.alive:,} alive rows)</h3>"
@@ -271,8 +274,11 @@ def samples_section(d: ReportData) -> str:
     mono = bool(d.run.config.get("lang"))
     text_headers = ["text"] if mono else ["source", "target"]
     key = "lang" if mono else "pair"
-    out = ["<h2>Samples</h2><h3>Rejected pairs, ten per rule</h3>"]
-    for rule in dict.fromkeys(r["reject_rule"] for r in d.rejected_samples):
+    out = ['<h2 id="samples">Samples</h2><h3>Rejected pairs, ten per rule</h3>']
+    step = {f["rule"]: f["step"] for f in d.funnel}
+    rules = sorted(dict.fromkeys(r["reject_rule"] for r in d.rejected_samples),
+                   key=lambda rule: (step.get(rule, len(step)), rule))  # in funnel order
+    for rule in rules:
         rows = [r for r in d.rejected_samples if r["reject_rule"] == rule]
         columns = [c for c in rule_columns(rule, mono) if c in rows[0]]
         cells = []
@@ -301,7 +307,7 @@ def pretty(value: Any) -> str:
 
 def config_section(d: ReportData) -> str:
     r = d.run
-    return ("<h2>Configuration</h2>"
+    return ('<h2 id="config">Configuration</h2>'
             f"<p>Resolved config of the run (hash <code>{esc(r.config_hash)}</code>), as stored "
             "in <code>runs</code>.</p>"
             f"<h3>Inputs</h3><pre>{pretty(r.inputs)}</pre>"

@@ -164,7 +164,7 @@ def test_text_from_the_lake_is_escaped(report: Path) -> None:
     page_html = report.read_text(encoding="utf-8")
     assert "Filter run report-1" in page_html
     # The samples hold the lake's text escaped: no tag in them but the tables' own.
-    samples = page_html[page_html.index("<h2>Samples</h2>"):page_html.index("<h2>Configuration")]
+    samples = page_html[page_html.index('<h2 id="samples">'):page_html.index('<h2 id="config">')]
     tags = set(re.findall(r"</?([a-zA-Z0-9]+)", samples))
     assert tags <= {"h2", "h3", "h4", "table", "thead", "tbody", "tr", "th", "td"}, tags
 
