@@ -252,7 +252,9 @@ def what_if_section(what_ifs: list[WhatIf]) -> str:
             for r in w.rows)
         out.append(f"<h3>{esc(w.pair)}: {esc(w.threshold.label())} (rule {esc(w.threshold.rule)}"
                    f"; {esc(', '.join(w.threshold.columns))}; {w.alive:,} alive rows)</h3>"
-                   "<table><thead><tr><th>value</th><th>kept</th><th>share</th>"
+                   f'<table class="what-if" data-pair="{esc(w.pair)}" '
+                   f'data-rule="{esc(w.threshold.rule)}" data-alive="{w.alive}" '
+                   f'data-kept-now="{now}"><thead><tr><th>value</th><th>kept</th><th>share</th>'
                    f"<th>vs current</th></tr></thead><tbody>{body}</tbody></table>")
     return "".join(out)
 

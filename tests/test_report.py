@@ -160,6 +160,23 @@ def test_the_report_draws_offline_every_score_and_the_lakes_funnel(lake: Path, r
     assert done.returncode == 0 and shot.stat().st_size > 50_000, done.stderr[-2000:]
 
 
+def test_what_if_at_the_current_threshold_is_the_funnel(lake: Path, report: Path) -> None:
+    """Counted from the stored scores, the rows alive at a rule and those its threshold keeps
+    are filter_stats' rows in and rows in less rejected, for every rule whose threshold is its
+    only condition on the scores the what-if varies."""
+    page_html = report.read_text(encoding="utf-8")
+    tables = re.findall(r'<table class="what-if" data-pair="zh-en" data-rule="([^"]+)" '
+                        r'data-alive="(\d+)" data-kept-now="(\d+)"', page_html)
+    what_if = {rule: (int(alive), int(kept)) for rule, alive, kept in tables}
+    stats = (ds.dataset(lake / "tables/filter_stats", partitioning="hive")
+             .to_table(filter=ds.field("run_id") == RUN_ID).to_pandas().set_index("rule"))
+    for rule in ("too_many_tokens", "long_word", "token_ratio", "punct_share", "align_coverage",
+                 "embed_cosine", "embed_margin"):
+        rows_in, rejected = stats.loc[rule, "rows_in"], stats.loc[rule, "rows_rejected"]
+        assert what_if[rule] == (rows_in, rows_in - rejected), rule
+    assert stats.loc["align_coverage", "rows_rejected"] > 0  # a threshold that cuts
+
+
 def test_text_from_the_lake_is_escaped(report: Path) -> None:
     page_html = report.read_text(encoding="utf-8")
     assert "Filter run report-1" in page_html
