@@ -1,5 +1,5 @@
 """How often `unbalanced_brackets` rejects newstest pairs (human translations, which should
-pass): comparing the two sides' bracket/quote profiles (udfs/rules.py) against counting each
+pass): comparing the two sides' bracket/quote profiles (udfs/brackets.py) against counting each
 side's imbalance on its own (the rule before: a quotation split at a sentence boundary on
 both sides was rejected).
 
@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyspark.sql import functions as F
-
-from jobs.session import build_session
-from udfs.rules import bracket_mismatch, bracket_profile
+from udfs.brackets import bracket_profile
 
 NEWSTEST = Path(__file__).resolve().parent.parent.parent / "shared/data/bitext/newstest"
 
@@ -30,20 +27,17 @@ def pairs(direction: Path) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    spark = build_session("bracket-rule", "/tmp/bracket-rule-lake", master="local[2]")
     print("| direction | pairs | per-side imbalance (before) | profiles differ (now) |")
     print("|---|---|---|---|")
     for direction in sorted(p for p in NEWSTEST.iterdir() if p.is_dir()):
-        df = spark.createDataFrame(pairs(direction), "src string, tgt string")
-        each_side = sum((F.abs(x) for x in bracket_profile(F.col("src"))), F.lit(0)) + sum(
-            (F.abs(x) for x in bracket_profile(F.col("tgt"))), F.lit(0))
-        row = df.agg(F.count("*").alias("n"),
-                     F.sum((each_side > 0).cast("int")).alias("before"),
-                     F.sum((bracket_mismatch(F.col("src"), F.col("tgt")) > 0).cast("int"))
-                     .alias("now")).first()
-        print(f"| {direction.name} | {row.n:,} | {row.before / row.n:.2%} | "
-              f"{row.now / row.n:.2%} |")
-    spark.stop()
+        found = pairs(direction)
+        before = now = 0
+        for src, tgt in found:
+            a, b = bracket_profile(src), bracket_profile(tgt)
+            before += any(a) or any(b)
+            now += a != b
+        print(f"| {direction.name} | {len(found):,} | {before / len(found):.2%} | "
+              f"{now / len(found):.2%} |")
 
 
 if __name__ == "__main__":

@@ -32,14 +32,8 @@ from typing import Any, ClassVar
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from udfs.brackets import PROFILE_SIZE
 from udfs.normalize import ATTRIBUTES
-
-# Opening/closing forms counted together, so `（ABC)` balances.
-BRACKETS = [("([（", ")]）"), ("{｛", "}｝"), ("【〔", "】〕"), ("《〈", "》〉")]
-# Double quotation marks of every script, counted together: which mark opens and which closes
-# differs by language (German „…“, English “…”, Russian «…», Chinese “…” or 「…」), but a quoted
-# span has two of them in any of them.
-DOUBLE_QUOTES = '"“”„«»「」『』＂'
 
 URL_EMAIL_HTML = (
     r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+"
@@ -94,28 +88,14 @@ def script_share(col: Column, lang: str) -> Column:
     return F.when(~col.rlike("[^\\x00-\\x7F]"), ascii_share).otherwise(share)
 
 
-def count_chars(col: Column, chars: str) -> Column:
-    """How many times any of `chars` occurs in `col` (JVM `replace`, no regex)."""
+def bracket_mismatch(src_profile: Column, tgt_profile: Column) -> Column:
+    """How far the two sides' bracket/quote profiles (udfs/brackets.py) differ. A pair that
+    carries the same imbalance on both sides (a quotation split at a sentence boundary, cut the
+    same way in both languages) matches; one side unbalanced alone does not. Monolingual text
+    (no target) is compared with a balanced profile."""
     total = F.lit(0)
-    for ch in chars:
-        total = total + F.length(col) - F.length(F.replace(col, F.lit(ch), F.lit("")))
-    return total
-
-
-def bracket_profile(col: Column) -> list[Column]:
-    """A side's unmatched brackets and quotes: opens - closes per kind of bracket (signed),
-    and whether it has an odd number of double quotation marks. A null side has none."""
-    kinds = [count_chars(col, opens) - count_chars(col, closes) for opens, closes in BRACKETS]
-    return [F.coalesce(x, F.lit(0)) for x in [*kinds, count_chars(col, DOUBLE_QUOTES) % 2]]
-
-
-def bracket_mismatch(src: Column, tgt: Column) -> Column:
-    """How far the two sides' bracket/quote profiles differ. A pair that carries the same
-    imbalance on both sides (a quotation split at a sentence boundary, cut the same way in
-    both languages) matches; one side unbalanced alone does not. Monolingual text (no target)
-    is compared with a balanced profile."""
-    total = F.lit(0)
-    for a, b in zip(bracket_profile(src), bracket_profile(tgt), strict=True):
+    for i in range(PROFILE_SIZE):
+        a, b = (F.coalesce(p[i], F.lit(0)) for p in (src_profile, tgt_profile))
         total = total + F.abs(a - b)
     return total
 
@@ -159,6 +139,9 @@ def digit_share(col: Column) -> Column:
 # (capitalized), numbers and Han text (no case) are left out: they are rightly the same on
 # both sides, an untranslated run of ordinary words is not.
 COPYABLE_WORD = r"(?<![\p{L}\p{N}])\p{Ll}\p{L}{2,}"
+# Every COPYABLE_WORD match holds one: a side without it has no word to share, and finding it
+# costs a fraction of extracting every word (in zh-en, most Chinese sides have none).
+COPYABLE_GUARD = r"\p{Ll}\p{L}{2}"
 
 
 def copied_words(src: Column, tgt: Column) -> Column:
@@ -166,7 +149,9 @@ def copied_words(src: Column, tgt: Column) -> Column:
     def words(col: Column) -> Column:
         return F.array_distinct(F.regexp_extract_all(col, F.lit(COPYABLE_WORD), 0))
 
-    return F.array_intersect(words(src), words(tgt))
+    both = src.rlike(COPYABLE_GUARD) & tgt.rlike(COPYABLE_GUARD)
+    return F.when(both, F.array_intersect(words(src), words(tgt))).otherwise(
+        F.array().cast("array<string>"))
 
 
 def copy_share(src: Column, tgt: Column) -> Column:
@@ -175,11 +160,10 @@ def copy_share(src: Column, tgt: Column) -> Column:
     sharing a few names or numbers about zero. Monolingual text (no target) scores 0."""
     shared = copied_words(src, tgt)
     copied = F.aggregate(shared, F.lit(0), lambda total, word: total + F.length(word))
-
-    def share(col: Column) -> Column:
-        return F.when(nonspace_chars(col) > 0, copied / nonspace_chars(col))
-
-    return F.coalesce(F.greatest(share(src), share(tgt)), F.lit(0.0))
+    # The larger share is the one of the shorter side (a side with no characters has no words:
+    # nothing is copied, and the share is 0).
+    shorter = F.least(nonspace_chars(src), nonspace_chars(tgt))
+    return F.coalesce(F.when(shorter > 0, copied / shorter), F.lit(0.0))
 
 
 # --- What a rule is ------------------------------------------------------------------------
@@ -473,8 +457,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "unbalanced_brackets",
         "The sides' unmatched brackets/quotes differ (the same imbalance on both passes).",
-        scores=(RowScore("bracket_mismatch", lambda row: bracket_mismatch(row.src.text,
-                                                                            row.tgt.text)),),
+        scores=(
+            RowScore(
+                "bracket_mismatch",
+                lambda row: bracket_mismatch(
+                    row.src.analysis("brackets"), row.tgt.analysis("brackets")
+                ),
+            ),
+        ),
         fails=lambda row: F.col("bracket_mismatch") > 0,
     ),
     Rule(

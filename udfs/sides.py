@@ -13,13 +13,14 @@ import pandas as pd
 from pyspark.sql import Column
 from pyspark.sql.functions import pandas_udf
 
+from udfs.brackets import bracket_profile
 from udfs.chinese import fullwidth_to_halfwidth, to_simplified
 from udfs.langid import identify_all
 from udfs.tokens import tokenize
 
 SIDE_SCHEMA = (
     "text string, n_tokens int, max_token_chars int, lang string, lang_prob float, "
-    "lang_probs map<string, float>"
+    "lang_probs map<string, float>, brackets array<int>"
 )
 FULLWIDTH_LANGS = frozenset({"zh", "ja"})
 
@@ -41,8 +42,9 @@ def normalize_text(text: str, opts: SideOptions) -> str:
 
 
 def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
-    """Normalized text, token count, longest token, top language and its probability, and
-    every likely language's probability of each text (None -> nulls)."""
+    """Normalized text, token count, longest token, top language and its probability, every
+    likely language's probability, and the bracket/quote profile of each text (None ->
+    nulls)."""
     present = [i for i, t in enumerate(texts) if t is not None]
     normalized = [normalize_text(texts[i], opts) for i in present]
     tokens = [tokenize(t, opts.lang) for t in normalized]
@@ -66,6 +68,7 @@ def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
             "lang": column(langs, object),
             "lang_prob": column(probs, "Float32"),
             "lang_probs": column(all_probs, object),
+            "brackets": column([bracket_profile(t) for t in normalized], object),
         }
     )
 
