@@ -163,3 +163,71 @@ def test_bad_requests_are_one_line_and_exit_2(runs) -> None:
     )
     assert "src_digit_share" in error_line(rule_off)
     assert "normalize.strip_html" in error_line(recompute)
+
+
+# -- the pair scorers, in this session's JVM (jobs.filter.main, as tests/test_pair_scorers_job.py)
+SCORED_DB = "redecide_scored"
+
+
+@pytest.fixture(scope="module")
+def aligned(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The constructed pairs and the Tatoeba pairs through the filter with word alignment
+    (an aligner trained in the run on 400 of its clean pairs), run ra-1; its rows as stored."""
+    from jobs.filter import main
+
+    work = tmp_path_factory.mktemp("redecide-aligned")
+    tsv = work / "constructed.tsv"
+    tsv.write_text("\n".join(CONSTRUCTED) + "\n", encoding="utf-8")
+    lake = lake_root / SCORED_DB
+    conf = work / "job.yaml"
+    conf.write_text(
+        f"pair: zh-en\nlake: {{root: {lake}, database: {SCORED_DB}}}\ninputs:\n"
+        f"  - {{corpus: constructed, paths: [{tsv}]}}\n"
+        f"  - {{corpus: tatoeba, paths: [{TATOEBA[0]}, {TATOEBA[1]}]}}\n"
+        "align: {enabled: true, sample_pairs: 400, min_train_pairs: 200}\n")
+    assert main(["--config", str(conf), "--run-id", "ra-1"]) == 0
+    query = f"SELECT row_id, reject_rule, dup_of, align_coverage FROM {SCORED_DB}.bitext"
+    return {"lake": lake, "spark": spark, "main": main, "query": query,
+            "before": {r.row_id: r for r in spark.sql(query).collect()}}
+
+
+def redecide_aligned(aligned: dict, source: str, *sets: str, run_id: str) -> int:
+    flags = [x for s in (f"lake.database={SCORED_DB}", *sets) for x in ("--set", s)]
+    return aligned["main"](["--redecide", source, "--lake", str(aligned["lake"]),
+                            "--run-id", run_id, *flags])
+
+
+def test_a_tighter_alignment_threshold_rejects_by_the_stored_coverage(aligned) -> None:
+    before = aligned["before"]
+    assert redecide_aligned(aligned, "ra-1", "align.min_coverage_by_pair.zh-en=0.8",
+                            run_id="ra-2") == 0
+    after = {r.row_id: r for r in aligned["spark"].sql(aligned["query"]).collect()}
+    assert set(after) == set(before)
+    reached = [i for i, r in before.items() if r.reject_rule in (None, "align_coverage")]
+    assert len(reached) > 1000
+    for row_id, r in before.items():
+        got = after[row_id]
+        assert got.align_coverage == r.align_coverage  # kept, not recomputed
+        if row_id in reached:
+            want = "align_coverage" if r.align_coverage < 0.8 else None
+            assert got.reject_rule == want, row_id
+        else:
+            assert (got.reject_rule, got.dup_of) == (r.reject_rule, r.dup_of), row_id
+    assert sum(after[i].reject_rule == "align_coverage" for i in reached) > sum(
+        before[i].reject_rule == "align_coverage" for i in reached)
+
+
+def test_a_row_readmitted_before_the_aligner_is_one_line_and_exit_2(aligned, capsys) -> None:
+    def error(source: str, *sets: str) -> str:
+        code = redecide_aligned(aligned, source, *sets, run_id="ra-3")
+        err = capsys.readouterr().err.splitlines()
+        errors = [x for x in err if x.startswith("sluice: error")]
+        assert code == 2 and len(errors) == 1, err[-20:]
+        return errors[0]
+
+    if not aligned["spark"].sql(f"SELECT 1 FROM {SCORED_DB}.runs WHERE run_id = 'ra-2'").take(1):
+        assert redecide_aligned(aligned, "ra-1", run_id="ra-2") == 0  # this test alone
+    # Punctuation loosened: constructed line 1 comes alive, but no run aligned it.
+    said = error("ra-2", "rules.max_punct_share=0.5")
+    assert "never reached the align scorer in run ra-2" in said
+    assert "a later run replaced run ra-1's rows" in error("ra-1")
