@@ -16,7 +16,8 @@ is the base) and `--set` over that config, then decides again:
   thresholds. A row alive at a scorer that the original run never sent to it has no score:
   the re-decide stops with one line asking for a full run. Scoring just those rows would not
   equal a full run either: an aligner trained in the run draws its sample from the clean rows,
-  and `embed_margin` compares each row with the other alive rows of its hash group.
+  and `embed_margin` compares each row with the other alive rows of its hash group. Rows
+  that stay alive keep the original run's scores (its aligner, its margin neighbours).
 
 The new run commits like a filter run (jobs/filter.py `FilterRun`, jobs/runs.py
 `run_and_commit`): its rows replace the original run's (pair, corpus) partitions, with its own
