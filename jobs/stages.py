@@ -140,22 +140,30 @@ def dedup(df: DataFrame, cfg: FilterConfig, committed: DataFrame | None = None) 
     line); the others get reject_rule `duplicate` (then `duplicate_source`/`_target` when
     side dedup is on) and `dup_of` = the survivor's row_id.
 
+    Rows are grouped by their keys' 64-bit hashes (the stored `dup_key*` columns), the same
+    hashes lake-wide dedup matches committed rows by: a window over a long instead of the key
+    text, each side's key computed once. Two different keys collide with probability about
+    n^2 / 2^65 (2.7e-6 for 10M rows of one corpus).
+
     `committed`: rows already in the lake (`dup_key*`, row_id, corpus, file, line). A new row
     whose key one of them has is a duplicate of it (the committed row survives: the first of
     them by corpus, file, line), before the new rows are deduplicated among themselves."""
     df = df.withColumn("dup_of", F.lit(None).cast("long"))
-    src_key, tgt_key = dedup_key(F.col("src"), cfg.dedup), dedup_key(F.col("tgt"), cfg.dedup)
+    # Each side's key as a column of its own: Spark then computes it once for every hash.
+    df = df.withColumns({"_key_src": dedup_key(F.col("src"), cfg.dedup),
+                         "_key_tgt": dedup_key(F.col("tgt"), cfg.dedup)})
     keys = {
-        "duplicate": F.concat_ws("\t", src_key, tgt_key),
-        "duplicate_source": src_key,
-        "duplicate_target": tgt_key,
+        "duplicate": F.concat_ws("\t", "_key_src", "_key_tgt"),
+        "duplicate_source": F.col("_key_src"),
+        "duplicate_target": F.col("_key_tgt"),
     }
     stored = ["duplicate"] if cfg.mono else list(KEY_HASH)
     df = df.withColumns({KEY_HASH[rule]: F.xxhash64(keys[rule]) for rule in stored})
+    df = df.drop("_key_src", "_key_tgt")
     for rule in dedup_rules(cfg):
         if committed is not None:
             df = _mark_committed_duplicates(df, rule, committed)
-        df = _mark_duplicates(df, rule, keys[rule])
+        df = _mark_duplicates(df, rule, F.col(KEY_HASH[rule]))
     return df
 
 
@@ -175,16 +183,14 @@ def _mark_committed_duplicates(df: DataFrame, rule: str, committed: DataFrame) -
     return reject_where(df, is_dup, "dedup", rule).drop("_committed")
 
 
-def _mark_duplicates(df: DataFrame, rule: str, key: Column) -> DataFrame:
-    # Rows already rejected get a unique key (their row id), so they form no big group.
-    group = F.when(alive(), F.concat(F.lit("k"), key)).otherwise(
-        F.concat(F.lit("r"), F.col("row_id").cast("string"))
-    )
-    w = Window.partitionBy("_group").orderBy("corpus", "file", "line", "row_id")
-    df = df.withColumn("_group", group).withColumn("_survivor", F.first("row_id").over(w))
+def _mark_duplicates(df: DataFrame, rule: str, key_hash: Column) -> DataFrame:
+    # Rows already rejected are each a group of their own (by their row id).
+    group = [alive(), F.when(alive(), key_hash).otherwise(F.col("row_id"))]
+    w = Window.partitionBy(*group).orderBy("corpus", "file", "line", "row_id")
+    df = df.withColumn("_survivor", F.first("row_id").over(w))
     is_dup = alive() & (F.col("_survivor") != F.col("row_id"))
     df = df.withColumn("dup_of", F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")))
-    return reject_where(df, is_dup, "dedup", rule).drop("_group", "_survivor")
+    return reject_where(df, is_dup, "dedup", rule).drop("_survivor")
 
 
 def embed_rules(cfg: FilterConfig) -> list[str]:
