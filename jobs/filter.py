@@ -112,6 +112,9 @@ class FilterRun:
         # Columns the staged rows are also partitioned by and the tables do not hold (a
         # refresh keeps each source file's rows in files of their own: jobs/refresh.py).
         self.source_cols: list[str] = []
+        # Staged rows are read back in at least as many splits as the ingest wrote partitions
+        # (Spark's default, one split per core, left one core idle at the main stage's end).
+        spark.conf.set("spark.sql.files.minPartitionNum", str(self.partitions()))
 
     def read_inputs(self) -> DataFrame:
         frames = []
