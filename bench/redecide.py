@@ -16,8 +16,18 @@ clock (the CPU of PySpark workers reaches no rusage: see bench/vs_opusfilter.py)
      re-decide stands in for.
 Prints each run's wall time, its kept rows and the ratio re-decide / full run.
 
-Measured 2026-11-23, 2 cores shared with other jobs (load average printed at each run):
-not yet run at this size. See the README's "Re-deciding a run" for what was measured.
+Measured 2026-11-23 (`--full-b`, 10 copies), 2 cores shared: other jobs and test suites ran
+throughout (load average 5-10 during the runs), so the wall times are inflated and noisy:
+
+| run | pairs | wall s | kept | load avg at start |
+|---|---|---|---|---|
+| full A (defaults) | 1,046,180 | 1045.9 | 773,370 | 3.7 |
+| re-decide A->B | 1,046,180 | 148.5 | 705,828 | 6.4 |
+| full B | 1,046,180 | 753.9 | 705,828 | 5.9 |
+
+re-decide / full run A: 0.142; re-decide / full run B: 0.197 (kept rows equal). Of the
+re-decide's 148.5 s: ~37 s Spark start, metastore and counting the stored rows, 90 s the
+re-decide stage (read, rules, dedup's shuffle, write), ~7 s conservation check and commit.
 """
 
 from __future__ import annotations
