@@ -26,8 +26,9 @@ throughout (load average 5-10 during the runs), so the wall times are inflated a
 | full B | 1,046,180 | 753.9 | 705,828 | 5.9 |
 
 re-decide / full run A: 0.142; re-decide / full run B: 0.197 (kept rows equal). Of the
-re-decide's 148.5 s: ~37 s Spark start, metastore and counting the stored rows, 90 s the
-re-decide stage (read, rules, dedup's shuffle, write), ~7 s conservation check and commit.
+re-decide's 148.5 s: ~49 s JVM and Spark start, metastore, finding the run and counting its
+stored rows; 90 s the re-decide stage (read, rules, dedup's shuffle, write); ~9 s the
+conservation check, stats and commit.
 """
 
 from __future__ import annotations
