@@ -231,3 +231,26 @@ def test_a_row_readmitted_before_the_aligner_is_one_line_and_exit_2(aligned, cap
     said = error("ra-2", "rules.max_punct_share=0.5")
     assert "never reached the align scorer in run ra-2" in said
     assert "a later run replaced run ra-1's rows" in error("ra-1")
+
+
+def test_a_monolingual_run_is_re_decided_in_its_own_tables(spark, lake_root: Path,
+                                                          tmp_path: Path) -> None:
+    from jobs.filter import main
+
+    lines = (DATA / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:200]
+    text = tmp_path / "mono.en"
+    text.write_text("\n".join([*lines, "Wait... what?!! Really?!!", lines[0]]) + "\n", "utf-8")
+    lake, db = lake_root / "redecide_mono", "redecide_mono"
+    common = ["--lake", str(lake), "--set", f"lake.database={db}"]
+    assert main(["--lang", "en", "--corpus", "m", "--input", str(text), *common,
+                 "--run-id", "m-1"]) == 0
+    assert main(["--redecide", "m-1", *common, "--run-id", "m-2",
+                 "--set", "rules.max_punct_share=0.1"]) == 0
+    rows = {r.line: r for r in spark.sql(
+        f"SELECT line, reject_rule, dup_of, run_id, text FROM {db}.mono").collect()}
+    assert len(rows) == 202 and {r.run_id for r in rows.values()} == {"m-2"}
+    assert rows[201].reject_rule == "punct_share"
+    assert rows[202].reject_rule == "duplicate"  # of line 1, as before
+    [stats] = spark.sql(f"SELECT max(rows_in) AS n FROM {db}.filter_stats "
+                        "WHERE run_id = 'm-2'").collect()
+    assert stats.n == 202
