@@ -72,9 +72,11 @@ def unescape_entities(col: Column) -> Column:
 
 
 def strip_html(col: Column) -> Column:
-    col = F.regexp_replace(col, HTML_COMMENT, " ")
-    col = F.regexp_replace(col, BLOCK_TAG, " ")
-    return F.regexp_replace(col, ANY_TAG, "")
+    stripped = F.regexp_replace(col, HTML_COMMENT, " ")
+    stripped = F.regexp_replace(stripped, BLOCK_TAG, " ")
+    stripped = F.regexp_replace(stripped, ANY_TAG, "")
+    # Every pattern starts with "<": a line without one skips the three regex passes.
+    return F.when(col.contains("<"), stripped).otherwise(col)
 
 
 def remove_invisible(col: Column) -> Column:
