@@ -17,6 +17,8 @@ Runs, one after the other, each a subprocess whose whole process tree is measure
      LanguageIDFilter with fastText and models/lid.176.ftz, the model sluice uses);
   2. sluice's default funnel: `spark-submit --master local[2] jobs/filter.py --pair zh-en
      --corpus wmt --input <tsv> --lake <work>/lake` (conf/defaults.yaml, nothing turned on);
+  2b. (--c1-run, on by default) the same with the driver JVM compiling with C1 only
+     (SPARK_SUBMIT_OPTS, see C1_ONLY below);
   3. the library-only floor: the per-side calls sluice cannot avoid (OpenCC, jieba, fastText
      on both sides: udfs.sides.analyze_texts in batches of 4,096), in this process;
   4. (--scale-run, on by default) sluice again on --scale times the data: time should grow
@@ -34,21 +36,24 @@ twice a second. sluice's time to
 its first row: when the job logs `ingest ...: started`, from the bench's clock. The machine may
 be shared: the load average is printed; the CPU column is the steadier figure.
 
-Measured 2026-11-23 (2 CPUs, shared: another test suite started during the run, load average
-2.0 at the start, 6-8 during sluice's runs; all CPU figures inflated by the contention: the
-library floor took 48 CPU-s here against ~16 on an idle machine, so compare within a row set):
+Measured 2026-11-23 at d2bcd84..b64fc5d (bracket profiles in Python, guarded copy_share, dedup
+by key hashes, staged rows read in 6 splits), `--no-scale-run`, 2 CPUs, load average 2.3 at
+the start, 2.0 at the end:
 
 | run | pairs | wall s | CPU-s | pairs per CPU-s | CPU/wall | peak RSS GiB | kept |
 |---|---|---|---|---|---|---|---|
-| OpusFilter 3.3.1 (one process) | 418,472 | 105.4 | 101.0 | 4,142 | 96% | 0.11 | 300,114 |
-| sluice filter.py --pair zh-en | 418,472 | 359.8 | 345.6 | 1,211 | 96% | 2.47 | 309,629 |
-| library floor: OpenCC+jieba+fastText, both sides | 418,472 | 51.0 | 48.0 | 8,716 | 94% | - | - |
-| sluice at 4x | 1,673,888 | 1600.8 | 1043.4 | 1,604 | 65% | 3.79 | 1,238,985 |
+| OpusFilter 3.3.1 (one process) | 418,472 | 121.0 | 114.7 | 3,647 | 95% | 0.11 | 300,114 |
+| sluice filter.py (local[2]) | 418,472 | 139.6 | 262.1 | 1,596 | 188% | 2.33 | 309,629 |
+| sluice, SPARK_SUBMIT_OPTS=C1_ONLY | 418,472 | 150.9 | 273.5 | 1,530 | 181% | 2.26 | 309,629 |
+| library floor: OpenCC+jieba+fastText, both sides | 418,472 | 50.7 | 50.6 | 8,262 | 100% | - | - |
 
-sluice CPU per pair / OpusFilter's: 3.42x. sluice's CPU: 273.1 s JVM + Python driver + daemon
-(getrusage), 72.5 s in the 6 Python workers (which do the OpenCC/jieba/fastText work); first
-row read at 40.1 s; normalize+rules+langid+dedup 284.8 s of the 359.8 s. 4x: wall 4.45x, CPU
-3.02x, peak RSS 1.53x.
+sluice CPU per pair / OpusFilter's: 2.28x (C1 only: 2.38x). sluice's CPU: 197.7 s JVM +
+Python driver + daemon, 64.4 s in the 6 Python workers; first row read at 24.8 s;
+normalize+rules+langid+dedup 100.5 s of the 139.6 s.
+
+Before those changes (b0d0fde's funnel; a shared machine, load average 6-8, so every figure
+inflated: the floor took 48 CPU-s against ~16 idle): OpusFilter 101.0 CPU-s, sluice 345.6
+CPU-s, 3.42x; first row at 40.1 s; at 4x the data wall 4.45x, CPU 3.02x, peak RSS 1.53x.
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ BIN = Path(sys.executable).parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICK = os.sysconf("SC_CLK_TCK")
 MARK = ".vs-opusfilter-bench"
+# The driver JVM compiling with C1 only: a job of minutes spends much of its JVM time in C2
+# compiling Spark's generated code (JFR on 104,618 pairs: 29,400 compilations).
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 SLUICE_LINE = re.compile(r"^\[sluice [\d:]+\] (.*)$")
 STAGE_DONE = re.compile(r"^(.+): done in ([\d.]+) s")
 KEPT_LINE = re.compile(r"^\s+= kept\s+([\d,]+)")
@@ -372,10 +380,12 @@ def run_opusfilter(work: Path, data: Path, exe: Path) -> dict:
 
 
 # -- sluice -----------------------------------------------------------------------------------
-def run_sluice(work: Path, tsv: Path, name: str, master: str) -> dict:
+def run_sluice(work: Path, tsv: Path, name: str, master: str, jvm_opts: str = "") -> dict:
+    """The filter job; `jvm_opts` becomes SPARK_SUBMIT_OPTS (the driver JVM's flags)."""
     lake = work / f"lake-{name}"
     shutil.rmtree(lake, ignore_errors=True)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_SUBMIT_OPTS=jvm_opts)
     env.pop("SPARK_HOME", None)
     cmd = [
         str(BIN / "spark-submit"),
@@ -459,6 +469,12 @@ def main() -> None:
         default=True,
         help="also run sluice on --scale times the data",
     )
+    p.add_argument(
+        "--c1-run",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"also run sluice with SPARK_SUBMIT_OPTS={C1_ONLY} (C1-only JIT)",
+    )
     p.add_argument("--work", default="/tmp/vs-opusfilter")
     p.add_argument("--opusfilter-venv", default="/tmp/venv-opusfilter")
     p.add_argument("--master", default="local[2]")
@@ -485,6 +501,11 @@ def main() -> None:
     print(f"OpusFilter: {opf['wall_s']:.1f} s wall, {opf['cpu_s']:.1f} CPU-s", flush=True)
     results["sluice"] = sl = run_sluice(work, work / "pairs.tsv", "1x", args.master)
     print(f"sluice: {sl['wall_s']:.1f} s wall, {sl['cpu_s']:.1f} CPU-s", flush=True)
+    c1 = None
+    if args.c1_run:
+        results["sluice_c1"] = c1 = run_sluice(
+            work, work / "pairs.tsv", "1x-c1", args.master, C1_ONLY)
+        print(f"sluice, C1 only: {c1['wall_s']:.1f} s wall, {c1['cpu_s']:.1f} CPU-s", flush=True)
     results["floor"] = floor = library_floor(real, args.copies)
     print(f"library floor: {floor['cpu_s']:.1f} CPU-s", flush=True)
     big = None
@@ -511,10 +532,16 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     print(row("OpusFilter 3.3.1 (one process)", n, opf))
     print(row(f"sluice filter.py --pair zh-en ({args.master})", n, sl))
+    if c1:
+        print(row(f"sluice, SPARK_SUBMIT_OPTS={C1_ONLY}", n, c1))
     print(row("library floor: OpenCC+jieba+fastText, both sides", n, floor))
     if big:
         print(row(f"sluice at {args.scale}x", results["pairs_scaled"], big))
     print(f"\nsluice CPU per pair / OpusFilter CPU per pair: {ratio:.2f}x")
+    if c1:
+        results["ratio_cpu_per_pair_c1"] = round(c1["cpu_s"] / opf["cpu_s"], 2)
+        print(f"sluice C1-only CPU per pair / OpusFilter's: {c1['cpu_s'] / opf['cpu_s']:.2f}x; "
+              f"first row at {c1['first_row_s']} s")
     print(
         f"sluice CPU over the library floor: {sl['cpu_s'] - floor['cpu_s']:.1f} CPU-s "
         f"({sl['cpu_s'] / floor['cpu_s']:.1f}x the floor)"
@@ -531,7 +558,7 @@ def main() -> None:
             f"{args.scale}x, 1x); first row at {big['first_row_s']} s"
         )
     print(f"OpusFilter: {opf['after_dedup']:,} pairs after remove_duplicates, {opf['kept']:,} kept")
-    for name, run in (("sluice", sl), (f"sluice {args.scale}x", big)):
+    for name, run in (("sluice", sl), ("sluice C1-only", c1), (f"sluice {args.scale}x", big)):
         if run:
             print(f"{name} stages: " + ", ".join(f"{s} {t:.1f} s" for s, t in run["stages"]))
             print(

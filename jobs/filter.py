@@ -195,14 +195,19 @@ class FilterRun:
             decided = self.staged(lay.outward(decided), lay.prefix, parts)
         for step in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
             self.lake.delete(f"{self.dir}/{step}")
+        return self.finish(raw, decided, lay.outward(raw))
+
+    def finish(self, rows_in: DataFrame, decided: DataFrame, raw: DataFrame) -> list[Flip]:
+        """Check that every row of `rows_in` is in `decided` exactly once, stage the run's
+        filter_stats, make sure the tables exist (`raw`: the raw table's rows) and return the
+        run's flips."""
         with self.stage("conservation check"):
-            counts = count_outcomes(raw, decided, key)
+            counts = count_outcomes(rows_in, decided, self.layout.key)
         check_conservation(counts)
         sequence = rule_sequence(self.cfg)
         stats = self.spark.createDataFrame(stats_rows(self.run_id, counts, sequence), STATS_SCHEMA)
         write_staged(stats, f"{self.dir}/filter_stats", ["run_id"])
-
-        self.ensure_tables(lay.outward(raw), decided, stats)
+        self.ensure_tables(raw, decided, stats)
         log("funnel\n" + funnel(counts, sequence))
         return self.flips(sorted(counts.rows_in))
 

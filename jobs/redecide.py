@@ -48,7 +48,7 @@ from jobs.config import (
     read_yaml,
 )
 from jobs.filter import FilterRun
-from jobs.lake import Flip, Lake, check_run_id, sql_string, write_staged
+from jobs.lake import Flip, Lake, check_run_id, sql_string
 from jobs.layout import MONO_RENAMES, Layout
 from jobs.pair_score_model import load as load_pair_score_model
 from jobs.pair_score_stage import threshold as pair_score_threshold
@@ -62,10 +62,8 @@ from jobs.stages import (
     embed_rules,
     first_failure,
     reject_where,
-    rule_sequence,
     score_columns,
 )
-from jobs.stats import STATS_SCHEMA, check_conservation, count_outcomes, funnel, stats_rows
 from udfs import rules as registry
 from udfs.rules import monolingual_names
 
@@ -249,16 +247,7 @@ class RedecideRun(FilterRun):
         with self.stage("re-decide"):
             decided = self.staged(lay.outward(decided), lay.prefix, [key, "corpus", "outcome"])
         self.lake.delete(f"{self.dir}/stage_rules")
-        with self.stage("conservation check"):
-            counts = count_outcomes(stored, decided, key)
-        check_conservation(counts)
-        sequence = rule_sequence(self.cfg)
-        stats = self.spark.createDataFrame(stats_rows(self.run_id, counts, sequence), STATS_SCHEMA)
-        write_staged(stats, f"{self.dir}/filter_stats", ["run_id"])
-        raw = self.spark.table(self.lake.qualified(lay.raw))
-        self.ensure_tables(raw, decided, stats)
-        log("funnel\n" + funnel(counts, sequence))
-        return self.flips(sorted(counts.rows_in))
+        return self.finish(stored, decided, self.spark.table(self.lake.qualified(lay.raw)))
 
     def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
         """The filter run's flips but `bitext_raw`'s: the raw rows do not change."""
