@@ -245,6 +245,25 @@ class EmbeddingConf(Strict):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     margin_k: int = Field(0, ge=0)  # >0: also a ratio-margin score over k nearest neighbours
 
+    @model_validator(mode="before")
+    @classmethod
+    def thresholds_of_the_chosen_encoder(cls, data: Any) -> Any:
+        """`embedding.min_cosine` / `embedding.min_margin` (e.g. `--set
+        embedding.min_margin=1.02`) are shorthand for the chosen encoder's: thresholds belong
+        to an encoder, and the resolved config stores them there. A `min_cosine` given so is
+        this run's cosine threshold for every pair (it replaces `min_cosine_by_pair`)."""
+        if not isinstance(data, dict) or not {"min_cosine", "min_margin"} & data.keys():
+            return data
+        data = dict(data)
+        encoders = {name: dict(enc) for name, enc in data.get("encoders", {}).items()}
+        chosen = encoders.setdefault(data.get("encoder", "use-multilingual"), {})
+        if "min_margin" in data:
+            chosen["min_margin"] = data.pop("min_margin")
+        if "min_cosine" in data:
+            chosen["min_cosine"] = data.pop("min_cosine")
+            chosen["min_cosine_by_pair"] = {}
+        return {**data, "encoders": encoders}
+
     @model_validator(mode="after")
     def known_encoder(self) -> EmbeddingConf:
         if self.enabled and self.encoder not in self.encoders:

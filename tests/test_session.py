@@ -39,6 +39,23 @@ def test_master_is_not_a_config_key() -> None:
         load_config(None, ["spark.master=yarn", "pair=zh-en"])
 
 
+def test_embedding_thresholds_by_shorthand_land_on_the_chosen_encoder() -> None:
+    # The re-decide command sets `embedding.min_margin`; thresholds belong to an
+    # encoder, so the resolved config (stored in `runs`) holds them there.
+    cfg = load_config(None, ["embedding.min_margin=1.02", "embedding.min_cosine=0.3"],
+                      {"pair": "zh-en"})
+    chosen = cfg.embedding.chosen
+    assert (chosen.min_margin, chosen.min_cosine_for("zh-en")) == (1.02, 0.3)
+    assert cfg.embedding.encoders["labse"].min_cosine == 0.8  # the others are untouched
+    resolved = cfg.resolved()["embedding"]
+    assert "min_margin" not in resolved
+    assert resolved["encoders"]["use-multilingual"]["min_margin"] == 1.02
+    other = load_config(None, ["embedding.encoder=labse", "embedding.min_margin=1.1"],
+                        {"pair": "zh-en"})
+    assert other.embedding.chosen.min_margin == 1.1
+    assert other.embedding.encoders["use-multilingual"].min_margin == 1.05
+
+
 def test_printed_spark_sql_command_is_one_argv_in_a_shell(tmp_path: Path) -> None:
     lake = tmp_path / "my lake; rm -rf x"
     query = "SELECT * FROM sluice.filter_stats WHERE run_id = 'a' AND rule <> \"$HOME\""
