@@ -254,3 +254,52 @@ def test_a_monolingual_run_is_re_decided_in_its_own_tables(spark, lake_root: Pat
     [stats] = spark.sql(f"SELECT max(rows_in) AS n FROM {db}.filter_stats "
                         "WHERE run_id = 'm-2'").collect()
     assert stats.n == 202
+
+
+# -- the issue's command: the embedding margin, re-decided from the stored scores
+EMBED_DB = "redecide_embedded"
+
+
+@pytest.fixture(scope="module")
+def embedded(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The Tatoeba pairs through the filter with embedding cosine and margin (k=4), run re-1,
+    in this session's JVM; its rows as stored."""
+    from jobs.filter import main
+
+    lake = lake_root / EMBED_DB
+    conf = tmp_path_factory.mktemp("redecide-embedded") / "job.yaml"
+    conf.write_text(
+        f"pair: zh-en\nlake: {{root: {lake}, database: {EMBED_DB}}}\ninputs:\n"
+        f"  - {{corpus: tatoeba, paths: [{TATOEBA[0]}, {TATOEBA[1]}]}}\n"
+        "embedding: {enabled: true, margin_k: 4}\n")
+    assert main(["--config", str(conf), "--run-id", "re-1"]) == 0
+    query = (f"SELECT row_id, reject_rule, dup_of, embed_cosine, embed_margin "
+             f"FROM {EMBED_DB}.bitext")
+    return {"lake": lake, "spark": spark, "main": main, "query": query,
+            "before": {r.row_id: r for r in spark.sql(query).collect()}}
+
+
+def test_the_issues_margin_command_decides_by_the_stored_margins(embedded) -> None:
+    from jobs.config import load_config
+
+    # As the issue writes it: `embedding.min_margin`, shorthand for the chosen encoder's.
+    assert embedded["main"](["--redecide", "re-1", "--lake", str(embedded["lake"]),
+                             "--run-id", "re-2", "--set", f"lake.database={EMBED_DB}",
+                             "--set", "embedding.min_margin=1.02"]) == 0
+    before = embedded["before"]
+    after = {r.row_id: r for r in embedded["spark"].sql(embedded["query"]).collect()}
+    assert set(after) == set(before)
+    min_cosine = load_config(None, [], {"pair": "zh-en"}).embedding.chosen.min_cosine_for("zh-en")
+    readmitted = 0
+    for row_id, r in before.items():
+        got = after[row_id]
+        assert (got.embed_cosine, got.embed_margin) == (r.embed_cosine, r.embed_margin)
+        if r.reject_rule in (None, "embed_cosine", "embed_margin"):  # reached the scorer
+            want = ("embed_cosine" if r.embed_cosine < min_cosine
+                    else "embed_margin" if r.embed_margin < 1.02 else None)
+            assert got.reject_rule == want, row_id
+            readmitted += r.reject_rule == "embed_margin" and want is None
+        else:
+            assert (got.reject_rule, got.dup_of) == (r.reject_rule, r.dup_of), row_id
+    print(f"\nre-admitted by embed_margin 1.05 -> 1.02: {readmitted}")
+    assert readmitted > 0  # rows between the two thresholds come back
