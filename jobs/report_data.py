@@ -119,9 +119,13 @@ def table(spark: SparkSession, lake: Lake, name: str) -> DataFrame | None:
     return spark.table(qualified)
 
 
+FILTER_JOBS = ("filter", "redecide")
+
+
 def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | None,
              corpus: str | None) -> Run:
-    """The run named, or the latest succeeded filter run (of `pair` / `corpus` if given)."""
+    """The run named, or the latest succeeded filter run (of `pair` / `corpus` if given). A
+    re-decided run (`filter.py --redecide`) is a filter run too: same tables, new thresholds."""
     runs = table(spark, lake, "runs")
     if runs is None:
         raise ConfigError(f"no runs in the lake at {lake.root}")
@@ -130,10 +134,10 @@ def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | No
                 .orderBy(F.col("finished_at").desc_nulls_last()).limit(1).collect())
         if not rows:
             raise ConfigError(f"unknown run id {run_id} in the lake at {lake.root}")
-        if rows[0].job != "filter":
+        if rows[0].job not in FILTER_JOBS:
             raise ConfigError(f"run {run_id} is a {rows[0].job} run: the report is of filter runs")
         return to_run(rows[0])
-    candidates = runs.where((F.col("job") == "filter") & (F.col("status") == "succeeded"))
+    candidates = runs.where(F.col("job").isin(*FILTER_JOBS) & (F.col("status") == "succeeded"))
     stats = table(spark, lake, "filter_stats")
     if (pair or corpus) and stats is not None:
         wanted = stats
