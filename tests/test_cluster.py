@@ -110,6 +110,25 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
     assert len(local_decided) == 1500
     assert remote_decided == local_decided  # same split, same scores, bit for bit
 
+    # Issue 16 on the cluster: re-decided with a looser margin (the issue's command), then
+    # reported. Every score stays; rows between the margins come back.
+    ok(submit_to(cluster.url, "filter", "--redecide", "cluster-1", "--lake", str(remote),
+                 "--run-id", "cluster-2", "--set", f"lake.database={db}",
+                 "--set", "embedding.min_margin=1.02", spark_args=EXECUTORS))
+    columns = ["row_id", "embed_cosine", "embed_margin"]
+    again = query_lake(remote, decided_queries(db, "cluster-2", columns))
+    assert run_record(again["run"])["master"] == cluster.url
+    before = {r[0]: r for r in remote_rows["clean"] + remote_rows["rejected"]}
+    after = {r[0]: r for r in again["clean"] + again["rejected"]}
+    assert set(after) == set(before)
+    margin = SCORE_COLUMNS.index("embed_margin")
+    assert all(after[k][2] == before[k][margin] for k in after)  # stored, not recomputed
+    assert len(again["clean"]) > len(remote_rows["clean"])
+    report = tmp_path / "report.html"
+    ok(submit_to(cluster.url, "report", "--lake", str(remote), "--database", db,
+                 "--run", "cluster-2", "--out", str(report), spark_args=EXECUTORS))
+    assert "cluster-2" in report.read_text(encoding="utf-8")
+
 
 def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, translate_lake,
                                                         tiny_multi_ct2: Path):
