@@ -32,8 +32,9 @@ from pyspark.sql import functions as F
 
 from jobs.config import load_config
 from jobs.stages import rule_failures, score_columns
+from udfs import langid
 from udfs.chinese import to_simplified
-from udfs.langid import correct_label, identify, load_model
+from udfs.langid import correct_label, identify, identify_all, load_model
 from udfs.rules import expected_lang_threshold
 from udfs.sides import SideOptions, analyze_texts, side_analyzer
 
@@ -215,6 +216,49 @@ def test_empty_and_blank_text_have_no_language() -> None:
     assert langs[:2] == ["", ""]
     assert probs[:2] == [0.0, 0.0]
     assert langs[2] == "ru"
+
+
+def unpruned(texts: list[str]) -> list[dict[str, float]]:
+    """Each text's stored probabilities from fastText's unpruned top-TOP_K search."""
+    labels, probs = load_model(MODEL).predict(texts, k=langid.TOP_K)
+    out = []
+    for text, text_labels, text_probs in zip(texts, labels, probs, strict=True):
+        found: dict[str, float] = {}
+        for label, prob in zip(text_labels, text_probs, strict=True):
+            if prob >= langid.MIN_STORED_PROB:
+                lang = correct_label(label.removeprefix(langid.LABEL_PREFIX), text)
+                found[lang] = min(found.get(lang, 0.0) + float(prob), 1.0)
+        out.append(found)
+    return out
+
+
+def test_pruned_search_stores_what_the_full_search_finds() -> None:
+    """identify_all asks fastText with a threshold; on 3,500 real zh, en and ru lines it stores
+    exactly the labels and probabilities the unpruned search gives (labels at 0.010001 too)."""
+    texts = [*lines("tatoeba-zh-en.zh"), *lines("tatoeba-zh-en.en"), *lines("tatoeba-ru-en.ru")]
+    _, _, stored = identify_all(MODEL, texts)
+    assert stored == unpruned(texts)
+    assert any(min(found.values()) < 0.0101 for found in stored)  # the edge is exercised
+
+
+def test_a_text_without_a_label_over_the_threshold_still_gets_its_top_language(
+    monkeypatch,
+) -> None:
+    """A flat distribution leaves fastText's pruned search empty; the top label comes from a
+    second, unpruned call."""
+    model = load_model(MODEL)
+
+    class Flat:
+        def predict(self, texts, k=1, threshold=0.0):
+            if threshold > 0:
+                return [[] for _ in texts], [[] for _ in texts]
+            return model.predict(texts, k=k)
+
+    monkeypatch.setattr(langid, "load_model", lambda path: Flat())
+    langs, probs, stored = identify_all(MODEL, ["Ты нормальный человек?", "Tom is here."])
+    assert langs == ["ru", "en"]
+    assert probs[0] > 0.5
+    assert stored == [{"ru": pytest.approx(probs[0])}, {"en": pytest.approx(probs[1])}]
 
 
 def test_analyze_texts_stores_language_and_probability() -> None:

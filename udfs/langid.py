@@ -52,7 +52,16 @@ def identify_all(
     MIN_STORED_PROB (labels after `correct_label`, so ja-without-kana adds to zh) for each text.
     Empty text -> ("", 0.0, {})."""
     model = load_model(model_path)
-    labels, probs = model.predict([t.replace("\n", " ") for t in texts], k=TOP_K)
+    lines = [t.replace("\n", " ") for t in texts]
+    # A threshold prunes fastText's search (~30% less time); it sits a little under the stored
+    # minimum as fastText compares in float log space (0.01 itself dropped labels at 0.010001).
+    # A text with no label above it (a flat distribution) is asked again for its top label.
+    labels, probs = model.predict(lines, k=TOP_K, threshold=MIN_STORED_PROB * 0.9)
+    flat = [i for i, found in enumerate(labels) if len(found) == 0]
+    if flat:
+        top_labels, top_probs_ = model.predict([lines[i] for i in flat], k=1)
+        for i, label, prob in zip(flat, top_labels, top_probs_, strict=True):
+            labels[i], probs[i] = label, prob
     langs: list[str] = []
     top_probs: list[float] = []
     all_probs: list[dict[str, float]] = []
