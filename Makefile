@@ -12,16 +12,18 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 TINY   := models/tiny-multi-zh-en-ct2
 SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
 # Spark's own logging for every spark-submit/spark-sql of the venv: warnings only (Spark's
-# default is INFO). pyspark's launcher reads $SPARK_HOME/conf, SPARK_HOME being the package.
+# default is INFO), and its JVM settings (conf/spark-defaults.conf). pyspark's launcher reads
+# $SPARK_HOME/conf, SPARK_HOME being the package.
 LOG4J  := $(VENV)/spark-conf.stamp
 
 .PHONY: setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
 setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
 
-$(LOG4J): conf/log4j2.properties | $(STAMP)
+$(LOG4J): conf/log4j2.properties conf/spark-defaults.conf | $(STAMP)
 	mkdir -p "$$($(PY) -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/conf"
-	cp conf/log4j2.properties "$$($(PY) -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/conf/"
+	cp conf/log4j2.properties conf/spark-defaults.conf \
+	  "$$($(PY) -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/conf/"
 	touch $@
 
 $(STAMP): pyproject.toml

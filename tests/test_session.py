@@ -110,3 +110,16 @@ def test_a_model_that_is_nowhere_is_one_clear_line(tmp_path: Path, monkeypatch) 
     assert str(tmp_path / "zh-en") in message and "en-zh" in message
     with pytest.raises(ConfigError):  # an absolute path is never an alias
         for_executors(spark, "/en-zh", "model")
+
+
+def test_the_venvs_spark_defaults_reach_the_driver_jvm(spark) -> None:
+    """`make setup` installs conf/spark-defaults.conf where the venv's spark-submit reads it:
+    the JIT setting is on the running driver JVM's command line, next to the tests' own
+    flags (defaultJavaOptions adds to, not replaces, what a user passes)."""
+    wanted = Path(__file__).resolve().parent.parent / "conf" / "spark-defaults.conf"
+    setting = next(line.split(None, 1) for line in wanted.read_text().splitlines()
+                   if line.startswith("spark.driver.defaultJavaOptions"))
+    runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    flags = list(runtime.getInputArguments())
+    assert setting[1].strip() in flags
+    assert "-XX:TieredStopAtLevel=1" in flags  # the tests' JIT_OPTS still apply
