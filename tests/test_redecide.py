@@ -73,9 +73,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     full_a, out_a = submit(*inputs(lake, "a1"))
     # The re-decide's Python workers cannot import fastText, jieba or OpenCC: it must not
     # score (the side analysis runs them in Python workers), only compare stored scores.
+    # B as a re-decide: one threshold from --config's own keys, the other from --set.
+    looser = work / "looser.yaml"
+    looser.write_text("rules: {max_punct_share: 0.5}\n")
     started = time.monotonic()
     done = submit_to("local[2]", "filter", "--redecide", "a1", "--lake", str(lake),
-                     "--run-id", "b1", *LOOSER_TIGHTER,
+                     "--run-id", "b1", "--config", str(looser), *LOOSER_TIGHTER[2:],
                      env=dict(spark_env(), PYSPARK_PYTHON=str(no_scoring_python(work))))
     redecide_s = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-4000:]
