@@ -17,7 +17,7 @@ Runs, one after the other, each a subprocess whose whole process tree is measure
      LanguageIDFilter with fastText and models/lid.176.ftz, the model sluice uses);
   2. sluice's default funnel: `spark-submit --master local[2] jobs/filter.py --pair zh-en
      --corpus wmt --input <tsv> --lake <work>/lake` (conf/defaults.yaml, nothing turned on);
-  2b. (--c1-run, on by default) the same with the driver JVM compiling with C1 only
+  2b. (--c1-run, off by default) the same with the driver JVM compiling with C1 only
      (SPARK_SUBMIT_OPTS, see C1_ONLY below);
   3. the library-only floor: the per-side calls sluice cannot avoid (OpenCC, jieba, fastText
      on both sides: udfs.sides.analyze_texts in batches of 4,096), in this process;
@@ -36,24 +36,22 @@ twice a second. sluice's time to
 its first row: when the job logs `ingest ...: started`, from the bench's clock. The machine may
 be shared: the load average is printed; the CPU column is the steadier figure.
 
-Measured 2026-11-23 at d2bcd84..b64fc5d (bracket profiles in Python, guarded copy_share, dedup
-by key hashes, staged rows read in 6 splits), `--no-scale-run`, 2 CPUs, load average 2.3 at
-the start, 2.0 at the end:
+Measured 2026-11-24 at b0e96d0 (the JIT setting of conf/spark-defaults.conf, pruned language
+ID), 2 CPUs, load average 1.1 at the start, 3.3 at the end:
 
 | run | pairs | wall s | CPU-s | pairs per CPU-s | CPU/wall | peak RSS GiB | kept |
 |---|---|---|---|---|---|---|---|
-| OpusFilter 3.3.1 (one process) | 418,472 | 121.0 | 114.7 | 3,647 | 95% | 0.11 | 300,114 |
-| sluice filter.py (local[2]) | 418,472 | 139.6 | 262.1 | 1,596 | 188% | 2.33 | 309,629 |
-| sluice, SPARK_SUBMIT_OPTS=C1_ONLY | 418,472 | 150.9 | 273.5 | 1,530 | 181% | 2.26 | 309,629 |
-| library floor: OpenCC+jieba+fastText, both sides | 418,472 | 50.7 | 50.6 | 8,262 | 100% | - | - |
+| OpusFilter 3.3.1 (one process) | 418,472 | 88.9 | 88.8 | 4,714 | 100% | 0.11 | 300,114 |
+| sluice filter.py (local[2]) | 418,472 | 121.4 | 223.9 | 1,869 | 184% | 2.34 | 309,629 |
+| library floor: OpenCC+jieba+fastText, both sides | 418,472 | 39.8 | 39.8 | 10,528 | 100% | - | - |
+| sluice at 4x | 1,673,888 | 353.2 | 682.3 | 2,453 | 193% | 2.37 | 1,238,985 |
 
-sluice CPU per pair / OpusFilter's: 2.28x (C1 only: 2.38x). sluice's CPU: 197.7 s JVM +
-Python driver + daemon, 64.4 s in the 6 Python workers; first row read at 24.8 s;
-normalize+rules+langid+dedup 100.5 s of the 139.6 s.
+sluice CPU per pair / OpusFilter's: 2.52x. sluice's CPU: 170.6 s JVM + Python driver +
+daemon, 53.3 s in the 6 Python workers; first row read at 18.9 s. 4x: wall 2.91x, CPU 3.05x,
+peak RSS 1.01x.
 
-Before those changes (b0d0fde's funnel; a shared machine, load average 6-8, so every figure
-inflated: the floor took 48 CPU-s against ~16 idle): OpusFilter 101.0 CPU-s, sluice 345.6
-CPU-s, 3.42x; first row at 40.1 s; at 4x the data wall 4.45x, CPU 3.02x, peak RSS 1.53x.
+Earlier: 2026-11-23 at b64fc5d, 2.28x (OpusFilter 114.7 CPU-s, sluice 262.1, C1-only 273.5,
+first row at 24.8 s); before that (b0d0fde's funnel, load average 6-8) 3.42x, 4x wall 4.45x.
 """
 
 from __future__ import annotations
@@ -472,7 +470,7 @@ def main() -> None:
     p.add_argument(
         "--c1-run",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=False,
         help=f"also run sluice with SPARK_SUBMIT_OPTS={C1_ONLY} (C1-only JIT)",
     )
     p.add_argument("--work", default="/tmp/vs-opusfilter")

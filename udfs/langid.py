@@ -53,14 +53,14 @@ def identify_all(
     Empty text -> ("", 0.0, {})."""
     model = load_model(model_path)
     lines = [t.replace("\n", " ") for t in texts]
-    # A threshold prunes fastText's search (~30% less time); it sits a little under the stored
+    # A threshold prunes fastText's search (~25% less time); it sits a little under the stored
     # minimum as fastText compares in float log space (0.01 itself dropped labels at 0.010001).
     # A text with no label above it (a flat distribution) is asked again for its top label.
     labels, probs = model.predict(lines, k=TOP_K, threshold=MIN_STORED_PROB * 0.9)
     flat = [i for i, found in enumerate(labels) if len(found) == 0]
     if flat:
-        top_labels, top_probs_ = model.predict([lines[i] for i in flat], k=1)
-        for i, label, prob in zip(flat, top_labels, top_probs_, strict=True):
+        top_labels, top_p = model.predict([lines[i] for i in flat], k=1)
+        for i, label, prob in zip(flat, top_labels, top_p, strict=True):
             labels[i], probs[i] = label, prob
     langs: list[str] = []
     top_probs: list[float] = []
