@@ -24,6 +24,14 @@ T, U = TypeVar("T"), TypeVar("U")
 JIT_OPTS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
+def spark_default(key: str) -> str:
+    """A setting of conf/spark-defaults.conf, the file `make setup` installs for the venv."""
+    for line in (REPO / "conf" / "spark-defaults.conf").read_text().splitlines():
+        if line.split(None, 1)[:1] == [key]:
+            return line.split(None, 1)[1].strip()
+    raise KeyError(key)
+
+
 def spark_env() -> dict[str, str]:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     env.pop("SPARK_HOME", None)

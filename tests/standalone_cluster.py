@@ -38,6 +38,7 @@ class Cluster:
     master_ui: str
     worker_uis: list[str]
     env: dict[str, str]
+    work_dirs: list[Path]
 
     def status(self) -> dict:
         return get_json(f"{self.master_ui}/json/")
@@ -49,6 +50,13 @@ class Cluster:
             state = get_json(f"{ui}/json/")
             out.append(state.get("executors", []) + state.get("finishedexecutors", []))
         return out
+
+    def executor_commands(self) -> list[str]:
+        """The java command line of every executor the workers launched (each executor's
+        stderr in the worker's work dir starts with it)."""
+        return [line for work in self.work_dirs for stderr in sorted(work.glob("*/*/stderr"))
+                for line in stderr.read_text(errors="replace").splitlines()
+                if line.startswith("Spark Executor Command:")]
 
 
 MASTER, WORKER = "org.apache.spark.deploy.master.Master", "org.apache.spark.deploy.worker.Worker"
@@ -84,15 +92,16 @@ def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2) -> Ite
         SPARK_IDENT_STRING="sluice-test",
     )
     url = f"spark://127.0.0.1:{port}"
+    work_dirs = [root / "work" / str(i) for i in range(1, workers + 1)]
     cluster = Cluster(url, f"http://127.0.0.1:{ui}", [f"http://127.0.0.1:{p}" for p in worker_uis],
-                      env)
+                      env, work_dirs)
     try:
         _daemon(env, "start", MASTER, 1, "--host", "127.0.0.1", "--port", str(port),
                 "--webui-port", str(ui))
         _wait("master", lambda: cluster.status()["status"] == "ALIVE")
         for i, web in enumerate(worker_uis, start=1):
             _daemon(env, "start", WORKER, i, "--host", "127.0.0.1", "--webui-port", str(web),
-                    "--cores", "1", "--memory", "2g", "--work-dir", str(root / "work" / str(i)),
+                    "--cores", "1", "--memory", "2g", "--work-dir", str(work_dirs[i - 1]),
                     url)
         _wait(f"{workers} workers", lambda: sum(
             w["state"] == "ALIVE" for w in cluster.status()["workers"]) == workers)

@@ -20,6 +20,7 @@ from integration_helpers import (
     JIT_OPTS,
     alongside,
     query_lake,
+    spark_default,
     spark_env,
     submit_to,
 )
@@ -104,6 +105,11 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
     assert app["name"] == "sluice-filter"
     per_worker = [{e["appid"] for e in execs} for execs in cluster.worker_executors()]
     assert all(facts["app_id"] in apps for apps in per_worker), per_worker  # both workers
+    # conf/spark-defaults.conf (installed by `make setup`) reaches the executors' JVMs too,
+    # next to spark-submit's own extraJavaOptions.
+    wanted = spark_default("spark.executor.defaultJavaOptions")
+    commands = cluster.executor_commands()
+    assert commands and all(wanted in c and JIT_OPTS.split()[0] in c for c in commands)
 
     local_decided = sorted(local_rows["clean"] + local_rows["rejected"])
     remote_decided = sorted(remote_rows["clean"] + remote_rows["rejected"])

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from integration_helpers import spark_default
 from pyspark import SparkConf
 
 from jobs.config import ConfigError, load_config
@@ -116,10 +117,8 @@ def test_the_venvs_spark_defaults_reach_the_driver_jvm(spark) -> None:
     """`make setup` installs conf/spark-defaults.conf where the venv's spark-submit reads it:
     the JIT setting is on the running driver JVM's command line, next to the tests' own
     flags (defaultJavaOptions adds to, not replaces, what a user passes)."""
-    wanted = Path(__file__).resolve().parent.parent / "conf" / "spark-defaults.conf"
-    setting = next(line.split(None, 1) for line in wanted.read_text().splitlines()
-                   if line.startswith("spark.driver.defaultJavaOptions"))
+    wanted = spark_default("spark.driver.defaultJavaOptions")
     runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     flags = list(runtime.getInputArguments())
-    assert setting[1].strip() in flags
+    assert wanted in flags
     assert "-XX:TieredStopAtLevel=1" in flags  # the tests' JIT_OPTS still apply
