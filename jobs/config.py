@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -76,16 +77,46 @@ def known_lang(lang: str | None) -> str | None:
     return None if lang is None else known_language(lang, f"lang {lang!r}")
 
 
+# What Spark's partition writer escapes as %XX (ExternalCatalogUtils.charToEscape): the
+# rest, non-ASCII included, goes into the directory name as UTF-8.
+SPARK_ESCAPED = frozenset([chr(c) for c in range(0x20)] + list('"#%\'*/:=?\\\x7f{[]^'))
+MAX_DIR_BYTES = 255  # a file name's limit (ext4, XFS, HDFS): longer fails deep in Spark's write
+
+
+def partition_dir_bytes(column: str, value: str) -> int:
+    """Bytes of the partition directory `column=value` as Spark's writer names it."""
+    escaped = "".join(f"%{ord(c):02X}" if c in SPARK_ESCAPED else c for c in value)
+    return len(f"{column}={escaped}".encode())
+
+
 def safe_name(value: str, what: str) -> str:
     """A name that becomes a partition value and a directory: anything printable except what
-    breaks a path or a `k=v` partition (the lake escapes the rest, e.g. `:` `#` spaces)."""
+    breaks a path or a `k=v` partition (the lake escapes the rest, e.g. `:` `#` spaces), and
+    short enough for a directory name (`corpus=<escaped value>`)."""
     bad = any(c in "/\\=" or unicodedata.category(c) == "Cc" for c in value)
     if not value or value[0] in "._" or bad:
         raise ValueError(
             f"{what} {value!r}: use any characters but / \\ = and control characters, "
             "not starting with . or _ (e.g. wmt19, news:2019#1, 新闻)"
         )
+    size = partition_dir_bytes("corpus", value)
+    if size > MAX_DIR_BYTES:
+        raise ValueError(
+            f"{what} {value[:20]!r}... is too long: its directory corpus=... would be {size} "
+            f"bytes, over the file-name limit of {MAX_DIR_BYTES} (a Chinese character is 3)"
+        )
     return value
+
+
+def path_name(kind: str, value: str | None) -> str | None:
+    """None, or a name that becomes a directory in a store (jobs/lake.py `check_name`)."""
+    from jobs.lake import check_name  # jobs.lake imports this module
+
+    return None if value is None else check_name(kind, value)
+
+
+# A Spark SQL identifier the jobs can splice into SQL unquoted (`db.table`).
+DATABASE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 class Strict(BaseModel):
@@ -95,6 +126,17 @@ class Strict(BaseModel):
 class LakeConf(Strict):
     root: str = "./lake"
     database: str = "sluice"
+
+    @field_validator("database")
+    @classmethod
+    def identifier(cls, value: str) -> str:
+        # Spliced into SQL statements (CREATE DATABASE, db.table): only a plain identifier.
+        if not DATABASE.fullmatch(value):
+            raise ValueError(
+                f"lake.database {value!r}: use up to 128 letters, digits or '_', not starting "
+                "with a digit"
+            )
+        return value
 
 
 class SparkConf(Strict):
@@ -135,6 +177,9 @@ class InputConf(Strict):
 
 class IngestConf(Strict):
     max_line_chars: int = 100_000
+    # A symlink found in an input directory (or by a glob) is skipped, with a warning:
+    # anyone who can write into the directory could point it at /etc/passwd.
+    follow_symlinks: bool = False
 
 
 class NormalizeConf(Strict):
@@ -212,6 +257,9 @@ class AlignConf(Strict):
     reference: str | None = None  # a saved aligner's name, or `latest` for the pair's newest
     model_dir: str | None = None  # a model directory (a lake path); overrides `reference`
 
+    _reference = field_validator("reference")(
+        classmethod(lambda cls, v: path_name("align.reference", v)))
+
     @field_validator("min_coverage_by_pair")
     @classmethod
     def _thresholds(cls, v: dict[str, float]) -> dict[str, float]:
@@ -285,6 +333,8 @@ class PairScoreConf(Strict):
     enabled: bool
     model: str  # a name in <lake>/models/pair_score/<pair>/, or `latest`
     min_score: float | None = Field(None, ge=0, le=1)  # None: the model's calibrated threshold
+
+    _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
 
 
 class JobConfig(Strict):

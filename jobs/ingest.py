@@ -8,16 +8,18 @@ so they are counted and never silently dropped. Line numbers are 1-based, as `se
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.config import InputConf
+from jobs.progress import log
 
 RAW_COLUMNS = [
     "row_id",
@@ -53,31 +55,40 @@ def detect_format(inp: InputConf, mono: bool = False) -> str:
 
 
 def read_input(
-    spark: SparkSession, inp: InputConf, key: str, max_line_chars: int, mono: bool = False
+    spark: SparkSession,
+    inp: InputConf,
+    key: str,
+    max_line_chars: int,
+    mono: bool = False,
+    follow_symlinks: bool = False,
 ) -> DataFrame:
     """Rows of one configured input; `key` (the pair, or the language of monolingual text)
-    goes into the `pair` column. Monolingual rows have their text in `src` and a null `tgt`."""
+    goes into the `pair` column. Monolingual rows have their text in `src` and a null `tgt`.
+    `follow_symlinks`: `ingest.follow_symlinks` (else links found in directories are skipped)."""
     fmt = detect_format(inp, mono)
     allowed = MONO_FORMATS if mono else BITEXT_FORMATS
     if fmt not in allowed:
         kind = "monolingual" if mono else "bitext"
         raise InputError(f"corpus {inp.corpus}: format {fmt!r} is not for {kind}; use {allowed}")
     columns = ("text",) if mono else ("src", "tgt")
+    reads: dict[str, str | list[str]] = {}
     if fmt in ("tsv", "moses", "text"):
         for path in inp.paths:  # every file of the corpus, before Spark reads any of them
-            check_text_files(spark, path)
+            reads[path] = check_text_files(spark, path, follow_symlinks)
     if fmt == "moses":
         if len(inp.paths) != 2:
             raise InputError(f"corpus {inp.corpus}: a Moses pair needs 2 paths, got {inp.paths}")
-        rows = read_moses(spark, inp.paths[0], inp.paths[1], max_line_chars)
+        rows = read_moses(spark, reads[inp.paths[0]], reads[inp.paths[1]], max_line_chars)
     elif fmt == "parquet":
-        rows = read_columns(open_parquet(spark, inp.paths), columns, f"Parquet {inp.paths}")
+        parquet = open_parquet(spark, inp.paths, follow_symlinks)
+        rows = read_columns(parquet, columns, f"Parquet {inp.paths}")
     elif fmt == "table":
-        rows = read_columns(open_table(spark, inp), columns, f"table {inp.paths[0]}")
+        table, provenance = open_table(spark, inp)
+        rows = read_columns(table, columns, f"table {inp.paths[0]}", provenance)
     elif fmt == "text":
-        rows = union_all([read_text(spark, p, max_line_chars) for p in inp.paths])
+        rows = union_all([read_text(spark, reads[p], max_line_chars) for p in inp.paths])
     else:
-        rows = union_all([read_tsv(spark, p, max_line_chars) for p in inp.paths])
+        rows = union_all([read_tsv(spark, reads[p], max_line_chars) for p in inp.paths])
     rows = rows.withColumn("pair", F.lit(key)).withColumn("corpus", F.lit(inp.corpus))
     row_id = F.xxhash64("pair", "corpus", "file", "line")
     return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
@@ -109,49 +120,112 @@ def shown(uri: str) -> str:
     return parsed.path if parsed.scheme == "file" else uri
 
 
-def check_text_files(spark: SparkSession, path: str) -> None:
-    """Refuse, before Spark reads them, the files of `path` (a file, directory or glob) that
-    it would turn into garbage rows or a crash halfway: gzip data that is not gzip (or is not
-    named .gz) and UTF-16/UTF-32 text. Reads the first KB of each file, on the driver.
+def check_text_files(
+    spark: SparkSession, path: str, follow_symlinks: bool = False
+) -> str | list[str]:
+    """What Spark is to read for `path` (a file, directory or glob): `path` itself, or, where
+    symlinks in it were skipped (`input_files`), the files left. Refuses, before Spark reads
+    them, a path that is not there and files it would turn into garbage rows or a crash
+    halfway: gzip data that is not gzip (or is not named .gz) and UTF-16/UTF-32 text. Reads
+    the first KB of each file, on the driver.
 
     A truncated or corrupt gzip stream cannot be found this cheaply: deflate cannot be entered
     in the middle (each block depends on the 32 KB before it) and the trailer is the CRC and
     size of the whole stream, so only inflating all of it tells. The pass that numbers lines
     inflates all of it anyway; `numbered_lines` turns its read failure into an InputError."""
+    listed = input_files(spark, path, follow_symlinks)
+    if listed is None:
+        return path
+    fs, files, skipped = listed
+    for file in files:
+        name = shown(file.getPath().toString())
+        try:
+            stream = fs.open(file.getPath())
+            try:  # enough compressed bytes for the first KB of text
+                head = bytes(stream.readNBytes(16384 if name.endswith(".gz") else 1024))
+            finally:
+                stream.close()
+        except Exception as err:  # e.g. no permission
+            message = str(getattr(err, "java_exception", err)).splitlines()[0]
+            raise InputError(f"{name}: cannot be read ({message})") from None
+        problem = text_problem(name, head)
+        if problem:
+            raise InputError(f"{name}: {problem}")
+    return [file.getPath().toString() for file in files] if skipped else path
+
+
+GLOB_CHARS = "*?[{"  # Hadoop's glob syntax
+
+
+def input_files(
+    spark: SparkSession, path: str, follow_symlinks: bool
+) -> tuple[Any, list[Any], list[str]] | None:
+    """(file system, the files of `path`, the symlinks skipped), or None for a path Hadoop
+    cannot even parse (Spark's read says what is wrong). A path that is not there (or a glob
+    matching nothing) is an InputError: said before Spark's read, which logs a long WARN
+    trace about it first."""
     jvm = spark.sparkContext._jvm
     try:
         hpath = jvm.org.apache.hadoop.fs.Path(path)
         fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        statuses = fs.globStatus(hpath) or []
-    except Exception:  # a bad path or scheme: Spark's read says what is wrong with it
-        return
-    for status in statuses:  # none: Spark's read names the missing path
-        for file in listed_files(fs, status):
-            name = shown(file.getPath().toString())
-            try:
-                stream = fs.open(file.getPath())
-                try:  # enough compressed bytes for the first KB of text
-                    head = bytes(stream.readNBytes(16384 if name.endswith(".gz") else 1024))
-                finally:
-                    stream.close()
-            except Exception as err:  # e.g. no permission
-                message = str(getattr(err, "java_exception", err)).splitlines()[0]
-                raise InputError(f"{name}: cannot be read ({message})") from None
-            problem = text_problem(name, head)
-            if problem:
-                raise InputError(f"{name}: {problem}")
+        statuses = fs.globStatus(hpath)
+    except Exception:  # a bad path or scheme
+        return None
+    if not statuses:  # None: no such path; empty: a glob that matches nothing
+        raise InputError(f"{path}: no such file or directory")
+    skipped: list[str] = []
+    files = list(matched_files(fs, path, statuses, follow_symlinks, skipped))
+    if skipped and not files:
+        raise InputError(f"{path}: nothing to read but symbolic links (skipped; "
+                         "ingest.follow_symlinks: true reads them)")
+    return fs, files, skipped
 
 
-def listed_files(fs: Any, status: Any) -> Iterator[Any]:
-    """The files Spark reads for one glob match: the file, or a directory's non-hidden files."""
+def matched_files(fs: Any, path: str, statuses: Any, follow_symlinks: bool,
+                  skipped: list[str]) -> Iterator[Any]:
+    """The files of `path`'s glob matches (`listed_files`). A path named as it is is read
+    even if it is a symlink (the user named it); a glob's matches are listed, so a
+    symlink among them is skipped like one in a directory."""
+    globbed = any(c in path for c in GLOB_CHARS)
+    for status in statuses:
+        if globbed and skipped_link(status, follow_symlinks, skipped):
+            continue
+        yield from listed_files(fs, status, follow_symlinks, skipped)
+
+
+def listed_files(fs: Any, status: Any, follow_symlinks: bool = False,
+                 skipped: list[str] | None = None) -> Iterator[Any]:
+    """The files Spark reads for one glob match: the file, or a directory's non-hidden files,
+    recursively. A symlink below it (file or directory) is skipped with a warning, unless
+    `follow_symlinks`: whoever can write into an input directory could link /etc/passwd."""
     if not status.isDirectory():
         yield status
         return
-    files = fs.listFiles(status.getPath(), True)
-    while files.hasNext():
-        file = files.next()
-        if not file.getPath().getName().startswith(("_", ".")):
-            yield file
+    for child in sorted(fs.listStatus(status.getPath()), key=lambda s: s.getPath().getName()):
+        if not child.isDirectory() and child.getPath().getName().startswith(("_", ".")):
+            continue
+        if skipped_link(child, follow_symlinks, [] if skipped is None else skipped):
+            continue
+        yield from listed_files(fs, child, follow_symlinks, skipped)
+
+
+def skipped_link(status: Any, follow_symlinks: bool, skipped: list[str]) -> bool:
+    """Whether `status` is a symlink not to follow; if so it is logged and added to `skipped`."""
+    if follow_symlinks or not is_symlink(status):
+        return False
+    name = shown(status.getPath().toString())
+    log(f"warning: {name} is a symbolic link: skipped (ingest.follow_symlinks: true reads it)")
+    skipped.append(name)
+    return True
+
+
+def is_symlink(status: Any) -> bool:
+    """Whether a listed file or directory is a symlink. Hadoop's local file system lists a
+    link as what it points to (isSymlink() false): there the OS is asked."""
+    if status.isSymlink():
+        return True
+    uri = status.getPath().toUri()
+    return uri.getScheme() == "file" and os.path.islink(uri.getPath())
 
 
 def text_problem(name: str, head: bytes) -> str | None:
@@ -195,8 +269,11 @@ def utf16_or_32(head: bytes) -> tuple[str, str] | None:
 
 
 # -- numbered lines ------------------------------------------------------------------------
-def numbered_lines(spark: SparkSession, path: str) -> tuple[DataFrame, dict[str, int]]:
-    """(file, line, value) for every line of the file(s) at `path`, and lines per file.
+def numbered_lines(
+    spark: SparkSession, path: str | list[str]
+) -> tuple[DataFrame, dict[str, int]]:
+    """(file, line, value) for every line of the file(s) at `path` (or of a list of files:
+    `check_text_files`), and lines per file.
 
     Spark's text source has no line numbers. Each file split (block) is read in order by one
     task, so a line's number is its position in its block plus the lines of earlier blocks.
@@ -296,7 +373,7 @@ def line_problem(value: Column, utf8_ok: Column, max_line_chars: int) -> Column:
     )
 
 
-def read_tsv(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
+def read_tsv(spark: SparkSession, path: str | list[str], max_line_chars: int) -> DataFrame:
     """`src<TAB>tgt[<TAB>extra...]`; extra columns are kept in `extra` as provenance."""
     numbered, _ = numbered_lines(spark, path)
     value = F.make_valid_utf8("value")
@@ -317,7 +394,9 @@ def read_tsv(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
     )
 
 
-def read_moses(spark: SparkSession, src_path: str, tgt_path: str, max_line_chars: int) -> DataFrame:
+def read_moses(
+    spark: SparkSession, src_path: str | list[str], tgt_path: str | list[str], max_line_chars: int
+) -> DataFrame:
     """Two files, same line = same pair. Differing line counts fail before anything is written."""
     src, src_counts = numbered_lines(spark, src_path)
     tgt, tgt_counts = numbered_lines(spark, tgt_path)
@@ -351,7 +430,7 @@ def read_moses(spark: SparkSession, src_path: str, tgt_path: str, max_line_chars
     )
 
 
-def read_text(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
+def read_text(spark: SparkSession, path: str | list[str], max_line_chars: int) -> DataFrame:
     """Monolingual text, one sentence a line: the whole line is `src`, `tgt` is null."""
     numbered, _ = numbered_lines(spark, path)
     return numbered.select(
@@ -365,15 +444,27 @@ def read_text(spark: SparkSession, path: str, max_line_chars: int) -> DataFrame:
     )
 
 
-def open_parquet(spark: SparkSession, paths: list[str]) -> DataFrame:
+def open_parquet(spark: SparkSession, paths: list[str], follow_symlinks: bool = False) -> DataFrame:
+    """Parquet files, directories or globs; a missing path and symlinks as for text files."""
+    files: list[str] = []
+    skipped = False
+    for path in paths:
+        listed = input_files(spark, path, follow_symlinks)
+        skipped |= listed is not None and bool(listed[2])
+        files += [f.getPath().toString() for f in listed[1]] if listed else [path]
+    reader = spark.read
+    if skipped and len(paths) == 1 and not any(c in paths[0] for c in GLOB_CHARS):
+        reader = reader.option("basePath", paths[0])  # keeps a directory's `k=v` columns
     try:
-        return spark.read.parquet(*paths)
+        return reader.parquet(*(files if skipped else paths))
     except Exception as err:
         raise InputError(f"cannot read Parquet {paths}: {err}") from None
 
 
-def open_table(spark: SparkSession, inp: InputConf) -> DataFrame:
-    """A catalog table (e.g. sluice.synthetic), optionally filtered by `where`."""
+def open_table(spark: SparkSession, inp: InputConf) -> tuple[DataFrame, tuple[Column, Column]]:
+    """A catalog table (e.g. sluice.synthetic), optionally filtered by `where`, and the
+    (file, line) of its rows: a table's file and row in it, or for a view (no files to
+    name) the view's name and the row's place in an order of all its columns."""
     if len(inp.paths) != 1:
         raise InputError(f"corpus {inp.corpus}: format table takes one table name")
     name = inp.paths[0]
@@ -381,28 +472,40 @@ def open_table(spark: SparkSession, inp: InputConf) -> DataFrame:
         raise InputError(f"corpus {inp.corpus}: no table {name} in the catalog")
     df = spark.table(name)
     try:
+        df.select("_metadata.file_path", "_metadata.row_index")
+        provenance = (F.col("_metadata.file_path"), F.col("_metadata.row_index") + 1)
+    except Exception:  # AnalysisException: a view, whose rows have no file
+        # The same rows get the same numbers in every run: ordered by their content (rows
+        # equal in every column are interchangeable). One task numbers them all: fine for
+        # the views one ingests (a selection, synthetic pairs), slow for a whole lake.
+        order = [F.to_json(F.struct(*df.columns))]
+        provenance = (F.lit(name), F.row_number().over(Window.orderBy(*order)).cast("long"))
+    try:
         df = df.where(inp.where) if inp.where else df
     except Exception as err:  # AnalysisException: a bad filter
         raise InputError(f"corpus {inp.corpus}: bad `where` {inp.where!r}: {err}") from None
     if df.isEmpty():  # e.g. a mistyped run_id: say so rather than commit an empty corpus
         raise InputError(f"corpus {inp.corpus}: no rows in {name} where {inp.where}")
-    return df
+    return df, provenance
 
 
-def read_columns(df: DataFrame, columns: tuple[str, ...], what: str) -> DataFrame:
+def read_columns(df: DataFrame, columns: tuple[str, ...], what: str,
+                 provenance: tuple[Column, Column] | None = None) -> DataFrame:
     """String columns `src`/`tgt` (bitext) or `text` (monolingual) of Parquet data; the other
     columns are kept as one JSON object in `extra` (provenance, e.g. a synthetic pair's
-    method and model)."""
+    method and model). `provenance`: the rows' (file, line), by default their Parquet file
+    and row number in it."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(f"{what} lacks column(s) {missing}; has {df.columns}")
     others = [c for c in df.columns if c not in columns]
     extra = F.array(F.to_json(F.struct(*others))) if others else F.array().cast("array<string>")
     src, tgt = (columns[0], None) if len(columns) == 1 else columns
+    file, line = provenance or (F.col("_metadata.file_path"), F.col("_metadata.row_index") + 1)
     return df.select(
-        F.col("_metadata.file_path").alias("file"),
+        file.alias("file"),
         F.lit(None).cast("string").alias("file_tgt"),
-        (F.col("_metadata.row_index") + 1).alias("line"),
+        line.alias("line"),
         F.col(src).cast("string").alias("src"),
         (F.col(tgt) if tgt else F.lit(None)).cast("string").alias("tgt"),
         extra.alias("extra"),

@@ -72,6 +72,17 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def check_name(kind: str, value: str) -> str:
+    """A name that becomes a directory (a model, an aligner; `kind` says which): the rule of
+    run ids, so `../x` or `a/b` cannot reach outside the store it names something in."""
+    if not RUN_ID.fullmatch(value) or ".." in value:
+        raise ConfigError(
+            f"{kind} {value!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit, without '..'"
+        )
+    return value
+
+
 class Lake:
     def __init__(self, spark: SparkSession, root: str, database: str) -> None:
         self.spark = spark

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 
 from jobs.config import ConfigError
-from jobs.lake import Lake, check_run_id
+from jobs.lake import Lake, check_name
 from udfs.paths import is_local_path
 
 SHIPPING_KEYS = (
@@ -99,7 +99,7 @@ class AlignerStore:
 
     def resolve(self, reference: str) -> str:
         """The saved aligner `reference` names (`latest`: the newest); ConfigError if none."""
-        name = self.latest() if reference == self.LATEST else reference
+        name = self.latest() if reference == self.LATEST else check_name("aligner", reference)
         if name is None or self.manifest(name) is None:
             saved = ", ".join(self.names()) or "none"
             raise ConfigError(
@@ -112,7 +112,7 @@ class AlignerStore:
     def save(self, name: str, train: Callable[[str], object], replace: bool = False) -> str:
         """`train(directory)` writes a model into a staging directory, renamed to `name`;
         `replace`: an aligner of that name is replaced (a failed run's, retried), else kept."""
-        check_run_id(name)  # a safe directory name
+        check_name("aligner name", name)  # a directory under the store, not outside it
         final, staging = self.path(name), f"{self.root}/.staging-{name}"
         if self.manifest(name) is not None and not replace:
             raise ConfigError(f"aligner {name!r} already exists under {self.root}: pick a new name")

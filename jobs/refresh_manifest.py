@@ -22,7 +22,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from jobs.ingest import InputError, listed_files, shown
+from jobs.ingest import (
+    InputError,
+    matched_files,
+    read_failure,
+    shown,
+    task_failures_muted,
+)
 from jobs.progress import log
 from jobs.refresh_config import RefreshConfig, SourceConf
 from udfs.paths import is_local_path, local_path
@@ -126,11 +132,14 @@ def source_format(source: SourceConf, name: str, mono: bool) -> str:
     return "text" if mono else "tsv"
 
 
-def hadoop_files(spark: SparkSession, source: SourceConf) -> dict[str, tuple[int, int]]:
+def hadoop_files(spark: SparkSession, source: SourceConf,
+                 follow_symlinks: bool = False) -> dict[str, tuple[int, int]]:
     """path -> (size, modification ms) of the files of one source, as Spark reads them: a
     directory's non-hidden files (recursively), or a glob's matches. A path that does not
     exist is an error (a glob matching nothing is not: the crawl may not have written its
-    first file yet). Hidden names are skipped, also where a glob matches them."""
+    first file yet). Hidden names are skipped, also where a glob matches them, and so are
+    symlinks in the directory or among the matches, unless `follow_symlinks`
+    (jobs/ingest.py `matched_files`)."""
     jvm = spark.sparkContext._jvm
     hpath = jvm.org.apache.hadoop.fs.Path(source.path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -139,8 +148,7 @@ def hadoop_files(spark: SparkSession, source: SourceConf) -> dict[str, tuple[int
         raise InputError(f"{source.path}: no such file or directory (source {source.corpus})")
     return {
         file.getPath().toString(): (file.getLen(), file.getModificationTime())
-        for status in statuses
-        for file in listed_files(fs, status)
+        for file in matched_files(fs, source.path, statuses, follow_symlinks, [])
         if not hidden(file.getPath().getName())
     }
 
@@ -150,7 +158,8 @@ def hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def local_files(source: SourceConf) -> dict[str, tuple[int, int]] | None:
+def local_files(source: SourceConf,
+                follow_symlinks: bool = False) -> dict[str, tuple[int, int]] | None:
     """`hadoop_files` for a local source, without Spark (the quick up-to-date check), or None
     where only Hadoop's listing would do (a remote path, a `{a,b}` glob)."""
     if not is_local_path(source.path) or "{" in source.path:
@@ -161,17 +170,29 @@ def local_files(source: SourceConf) -> dict[str, tuple[int, int]] | None:
     matches = globlib.glob(path) if globlib.has_magic(path) else [path]
     found = {}
     for match in matches:
+        if globlib.has_magic(path) and skipped_local_link(match, follow_symlinks):
+            continue
         if os.path.isfile(match):
             if not hidden(os.path.basename(match)):
                 found[match] = os.stat(match)
             continue
-        for folder, _, names in os.walk(match):
+        for folder, folders, names in os.walk(match, followlinks=follow_symlinks):
+            folders[:] = [f for f in folders
+                          if not skipped_local_link(os.path.join(folder, f), follow_symlinks)]
             for name in names:
-                if not hidden(name):
-                    file = os.path.join(folder, name)
+                file = os.path.join(folder, name)
+                if not hidden(name) and not skipped_local_link(file, follow_symlinks):
                     found[file] = os.stat(file)
     return {f"file:{path}": (st.st_size, st.st_mtime_ns // 1_000_000)
             for path, st in found.items()}
+
+
+def skipped_local_link(path: str, follow_symlinks: bool) -> bool:
+    """`jobs.ingest.skipped_link` for a local path: a symlink not to follow, said once."""
+    if follow_symlinks or not os.path.islink(path):
+        return False
+    log(f"warning: {path} is a symbolic link: skipped (ingest.follow_symlinks: true reads it)")
+    return True
 
 
 def source_files(source: SourceConf, files: dict[str, tuple[int, int]],
@@ -218,7 +239,9 @@ def list_sources(spark: SparkSession | None, cfg: RefreshConfig) -> list[SourceF
     that cannot be done the same way)."""
     found = []
     for source in cfg.sources:
-        files = hadoop_files(spark, source) if spark is not None else local_files(source)
+        follow = cfg.ingest.follow_symlinks
+        files = (hadoop_files(spark, source, follow) if spark is not None
+                 else local_files(source, follow))
         if files is None:
             return None
         found += source_files(source, files, cfg.langs, cfg.mono)
@@ -258,7 +281,14 @@ def read_manifest(spark: SparkSession, database: str, key: str) -> dict[tuple[st
     if not spark.catalog.tableExists(name):
         return {}
     spark.catalog.refreshTable(name)
-    rows = spark.table(name).where(f"key = '{key}'").select(*ENTRY_FIELDS).collect()
+    try:
+        with task_failures_muted(spark):  # a corrupt file: one line below, not task traces
+            rows = spark.table(name).where(f"key = '{key}'").select(*ENTRY_FIELDS).collect()
+    except Exception as err:
+        problem = read_failure(err)
+        if problem is None:
+            raise
+        raise InputError(f"the {MANIFEST} manifest: {problem}") from None
     return {(r.corpus, r.path): Entry(*r) for r in rows}
 
 
@@ -269,11 +299,23 @@ def read_manifest_files(directory: str) -> dict[tuple[str, str], Entry] | None:
 
     if not os.path.isdir(directory):
         return None
-    names = [n for n in os.listdir(directory) if not n.startswith(("_", "."))]
-    if not names:
-        return {}
-    table = pq.read_table([os.path.join(directory, n) for n in names], columns=ENTRY_FIELDS)
-    return {(r["corpus"], r["path"]): Entry(**r) for r in table.to_pylist()}
+    import pyarrow as pa
+
+    names = sorted(n for n in os.listdir(directory) if not n.startswith(("_", ".")))
+    entries = {}
+    for name in names:  # one by one, to name a file that cannot be read
+        path = os.path.join(directory, name)
+        try:
+            table = pq.read_table(path, columns=ENTRY_FIELDS)
+        except (pa.ArrowException, OSError) as err:
+            why = (str(err).splitlines() or [type(err).__name__])[0]
+            raise InputError(
+                f"{path}: not a readable {MANIFEST} manifest file ({why}); every refresh of "
+                "this key needs it: restore it from a backup, or move it away to process "
+                "every source file again"
+            ) from None
+        entries.update({(r["corpus"], r["path"]): Entry(**r) for r in table.to_pylist()})
+    return entries
 
 
 def plan_refresh(listed: list[SourceFile], manifest: dict[tuple[str, str], Entry],

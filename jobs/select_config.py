@@ -9,7 +9,15 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from jobs.config import CONF_DIR, JobConfig, Strict, known_lang, known_pair, load_validated
+from jobs.config import (
+    CONF_DIR,
+    JobConfig,
+    Strict,
+    known_lang,
+    known_pair,
+    load_validated,
+    path_name,
+)
 
 DEFAULTS = CONF_DIR / "select-defaults.yaml"
 METHODS = ("moore_lewis", "fasttext_domain", "embedding_knn", "lm_fluency", "kmeans_domains")
@@ -48,6 +56,10 @@ class SeedConf(Strict):
 class ModelsConf(Strict):
     name: str | None
     reuse: str | None
+
+    # Directories of the model store (jobs/select.py): checked here, before Spark starts.
+    _name = field_validator("name")(classmethod(lambda cls, v: path_name("models.name", v)))
+    _reuse = field_validator("reuse")(classmethod(lambda cls, v: path_name("models.reuse", v)))
 
 
 class MooreLewisConf(Strict):

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from jobs.config import ConfigError, FilterConfig, load_config  # noqa: E402
 from jobs.ingest import InputError  # noqa: E402
+from jobs.lake import check_name  # noqa: E402
 from jobs.models import AlignerStore, for_executors  # noqa: E402
 from jobs.pair_score_model import KEEP_VALID, auc, fit, model_dir, negatives, save  # noqa: E402
 from jobs.pair_scores import training_sample  # noqa: E402
@@ -198,6 +199,7 @@ def report(model: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_name("--name", args.name)  # a directory in the model store, not outside it
     extra: dict = {"lake": {"root": args.lake}} if args.lake else {}
     cfg = load_config(args.config, args.set, extra)
     if cfg.mono:
