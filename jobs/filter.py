@@ -248,10 +248,10 @@ class FilterRun:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    spark, lake = open_lake("sluice-filter", cfg)
+    run_id = args.run_id or new_run_id(cfg.hash())  # a given one was checked in main()
+    spark, lake = open_lake("sluice-filter", cfg, run_id)
     if cfg.pair_score.enabled:  # a missing model fails before any work
         load_pair_score_model(lake, cfg.pair, cfg.pair_score.model)
-    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
     inputs = [inp.model_dump() for inp in cfg.inputs]
     check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts
     job = FilterRun(spark, lake, cfg, run_id)
@@ -263,11 +263,17 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    return exit_code(lambda: run_or_redecide(args))
+
+
+def run_or_redecide(args: argparse.Namespace) -> int:
+    if args.run_id:  # a bad --run-id (of a run or a re-decide) fails before Spark starts
+        check_run_id(args.run_id)
     if args.redecide:
         from jobs.redecide import redecide
 
-        return exit_code(lambda: redecide(args))
-    return exit_code(lambda: run(args))
+        return redecide(args)
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""One refresh per lake at a time: a lock file in the lake, `<root>/locks/refresh.lock`.
+"""One refresh per lake at a time: a lock file in the lake, `<root>/locks/refresh.lock`; and
+one job at a time on a local lake's embedded metastore, `<root>/locks/metastore.lock`.
 
 A local lake (every process that opens it runs on this machine) is locked with flock(2) on
 that file: the kernel releases the lock when its holder exits, however it exits, so a crashed
@@ -29,16 +30,19 @@ BUSY_EXIT = 75  # EX_TEMPFAIL: nothing was wrong, try again later (cron logs tel
 
 
 class LakeBusy(RuntimeError):
-    """Another refresh holds the lake's lock."""
+    """Another job holds a lock of the lake: nothing was done, try again later (BUSY_EXIT)."""
 
 
-def holder_info(run_id: str) -> dict[str, Any]:
-    return {
+def holder_info(run_id: str | None, job: str | None = None) -> dict[str, Any]:
+    info = {
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "run_id": run_id,
         "since": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if job is not None:
+        info["job"] = job
+    return info
 
 
 def describe(info: str, path: str) -> str:
@@ -53,28 +57,83 @@ def describe(info: str, path: str) -> str:
 class LocalLock:
     """flock on a file of a local lake; released by the kernel when the process ends."""
 
+    name = "refresh"
+
     def __init__(self, root: str) -> None:
-        self.path = os.path.join(local_path(root), "locks", "refresh.lock")
+        self.path = os.path.join(local_path(root), "locks", f"{self.name}.lock")
         self.fd: int | None = None
 
-    def acquire(self, run_id: str) -> None:
+    def acquire(self, run_id: str | None, job: str | None = None) -> None:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            info = os.pread(fd, 4096, 0).decode(errors="replace")
+            info = read_holder(fd)
             os.close(fd)
-            raise LakeBusy(describe(info, self.path)) from None
+            raise LakeBusy(self.busy(info)) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(holder_info(run_id)).encode(), 0)
+        os.pwrite(fd, json.dumps(holder_info(run_id, job)).encode(), 0)
         self.fd = fd
+
+    def busy(self, info: str) -> str:
+        return describe(info, self.path)
 
     def release(self) -> None:
         if self.fd is not None:
             os.ftruncate(self.fd, 0)
             os.close(self.fd)  # closing drops the flock
             self.fd = None
+
+
+def read_holder(fd: int) -> str:
+    """The holder's JSON. It writes it just after taking the lock (truncate, then write): a
+    second job arriving in that instant reads again rather than name no one."""
+    info = ""
+    for _ in range(20):
+        info = os.pread(fd, 4096, 0).decode(errors="replace")
+        try:
+            json.loads(info)
+            return info
+        except ValueError:
+            time.sleep(0.05)
+    return info
+
+
+class MetastoreLock(LocalLock):
+    """One job at a time on a local lake whose catalog is the embedded Derby metastore.
+
+    Derby admits one JVM; two jobs started together both found it free, and the second died
+    after ~40 s of retries and thousands of lines. Taken before Spark starts and held for the
+    process's life (the kernel drops it however the job ends); `spark-sql` shells do not take
+    it (the Derby probe in jobs/session.py still says when one has the metastore)."""
+
+    name = "metastore"
+
+    def busy(self, info: str) -> str:
+        try:
+            who = json.loads(info)
+            run = f"run {who['run_id']} " if who.get("run_id") else ""
+            holder = (f"{run}({who.get('job', 'a sluice job')}, pid {who['pid']} on "
+                      f"{who['host']}, since {who['since']})")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            holder = "another job"
+        return (f"the lake's embedded metastore is in use by {holder}: lock {self.path}; this "
+                "job did nothing: run it again when that one has finished (or give concurrent "
+                "jobs a shared Hive metastore: --conf "
+                "spark.hadoop.hive.metastore.uris=thrift://HOST:9083)")
+
+
+HELD: dict[str, MetastoreLock] = {}  # this process's metastore locks, kept until it exits
+
+
+def hold_metastore(root: str, run_id: str | None, job: str) -> None:
+    """Take the metastore lock of the local lake at `root` for the rest of this process's
+    life (a second call for the same lake is a no-op); LakeBusy if another process has it."""
+    lock = MetastoreLock(root)
+    if lock.path not in HELD:
+        lock.acquire(run_id, job)
+        HELD[lock.path] = lock
 
 
 class RemoteLock:

@@ -27,9 +27,10 @@ import argparse  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from jobs.config import LakeConf  # noqa: E402
+from jobs.config import ConfigError, LakeConf  # noqa: E402
+from jobs.lake import check_run_id  # noqa: E402
 from jobs.progress import log  # noqa: E402
-from jobs.report_data import check_lake_exists, collect_report, find_run  # noqa: E402
+from jobs.report_data import collect_report, find_run  # noqa: E402
 from jobs.report_html import render  # noqa: E402
 from jobs.runs import exit_code, open_lake_at  # noqa: E402
 
@@ -63,8 +64,23 @@ def write_atomically(path: str, text: str) -> None:
         raise
 
 
+def check_out(out: str) -> None:
+    """Refuse an --out the report could not be written to, before Spark starts (it failed
+    after all the work): its directory must exist and be writable, and it not a directory."""
+    directory = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise ConfigError(f"--out {out} is a directory: give the HTML file's path")
+    if not os.path.isdir(directory):
+        raise ConfigError(f"--out {out}: no directory {directory}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: directory {directory} is not writable")
+
+
 def run(args: argparse.Namespace) -> int:
-    check_lake_exists(args.lake)
+    # Bad flags fail before Spark starts; open_lake_at refuses a lake that is not there.
+    if args.run is not None:
+        check_run_id(args.run)
+    check_out(args.out)
     spark, lake = open_lake_at("sluice-report", args.lake, args.database)
     started = time.monotonic()
     chosen = find_run(spark, lake, args.run, args.pair, args.corpus)

@@ -5,6 +5,7 @@ the run, do the work, commit it all or mark it failed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -16,8 +17,10 @@ from pyspark.sql import functions as F
 from jobs.config import ConfigError, JobConfig
 from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, check_run_id, gc, write_staged
+from jobs.lake_lock import BUSY_EXIT, LakeBusy
 from jobs.progress import log
 from jobs.session import build_session, spark_sql_command
+from udfs.paths import is_local_path, local_path
 
 RUNS_SCHEMA = (
     "job string, config string, config_hash string, inputs string, spark string, "
@@ -83,17 +86,40 @@ class RunRecord:
         self.lake.commit(f"{self.run_id}-{status}", [self.flip(status, error)])
 
 
-def open_lake(app_name: str, cfg: JobConfig) -> tuple[SparkSession, Lake]:
+def open_lake(app_name: str, cfg: JobConfig,
+              run_id: str | None = None) -> tuple[SparkSession, Lake]:
     """The session and lake of a job config (`lake`, `spark` sections)."""
-    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, cfg.spark.conf)
+    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, cfg.spark.conf, run_id)
 
 
-def open_lake_at(app_name: str, root: str, database: str,
-                 conf: dict[str, str] | None = None) -> tuple[SparkSession, Lake]:
+# Jobs that read or tidy an existing lake: a mistyped --lake must not become a new one.
+EXISTING_LAKE_ONLY = ("sluice-gc", "sluice-report")
+# What any lake that ever opened holds (a lake on a shared metastore has no metastore_db).
+LAKE_MARKS = ("metastore_db", "tables", "runs")
+
+
+def check_lake_exists(root: str) -> None:
+    """Refuse, before Spark creates anything there, a local lake root that is not there or
+    holds no lake. A remote root is left to the job (no file system before Spark)."""
+    if not is_local_path(root):
+        return
+    path = local_path(root)
+    if not os.path.isdir(path):
+        raise ConfigError(f"no lake at {root}: no such directory")
+    if not any(os.path.isdir(os.path.join(path, mark)) for mark in LAKE_MARKS):
+        raise ConfigError(f"no lake at {root}: the directory holds none of "
+                          f"{', '.join(m + '/' for m in LAKE_MARKS)} (a mistyped --lake?)")
+
+
+def open_lake_at(app_name: str, root: str, database: str, conf: dict[str, str] | None = None,
+                 run_id: str | None = None) -> tuple[SparkSession, Lake]:
     """The session and lake at `root`, with interrupted commits rolled forward and dead runs
-    marked failed."""
+    marked failed. On a local lake with the embedded metastore the job first takes the
+    lake's metastore lock (`run_id` names it to others); LakeBusy if another job has it."""
+    if app_name in EXISTING_LAKE_ONLY:
+        check_lake_exists(root)
     log(f"{app_name}: starting Spark")
-    spark = build_session(app_name, root, conf=conf)
+    spark = build_session(app_name, root, conf=conf, lock=True, run_id=run_id)
     log(f"{app_name}: Spark {spark.version} on {spark.sparkContext.master} "
         f"({spark.sparkContext.defaultParallelism} cores); opening the lake at {root}")
     lake = Lake(spark, root, database)
@@ -157,9 +183,13 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
 
 
 def exit_code(job: Callable[[], int]) -> int:
-    """Run a job's main; a problem with its config or input is one line on stderr, exit 2."""
+    """Run a job's main; a problem with its config or input is one line on stderr, exit 2;
+    a lake another job holds (LakeBusy) one line, exit 75: nothing done, try again later."""
     try:
         return job()
     except (ConfigError, InputError) as err:
         print(f"sluice: error: {err}", file=sys.stderr)
         return 2
+    except LakeBusy as busy:
+        print(f"sluice: {busy}", file=sys.stderr)
+        return BUSY_EXIT

@@ -387,9 +387,11 @@ class SelectRun:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    if args.run_id:  # a bad --run-id fails before Spark starts
+        check_run_id(args.run_id)
     cfg = config_from_args(args)
-    spark, lake = open_lake("sluice-select", cfg)
-    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
+    run_id = args.run_id or new_run_id(cfg.hash())
+    spark, lake = open_lake("sluice-select", cfg, run_id)
     job = SelectRun(spark, lake, cfg, run_id)
     job.check_models_name()
     # Bad input fails before anything is written: the pool, the cut, the seed.

@@ -17,6 +17,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from jobs.config import ConfigError
+from jobs.lake_lock import hold_metastore
 from udfs.paths import is_local_path, local_path
 
 METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
@@ -63,18 +64,28 @@ def build_session(
     lake_root: str,
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    lock: bool = False,
+    run_id: str | None = None,
 ) -> SparkSession:
     """A Hive-enabled session whose warehouse (and, for a local lake, Derby metastore) live
     under the lake root, so a fresh `spark-sql` pointed at the same lake sees every table.
 
     A cluster with its own Hive metastore passes `spark.hadoop.hive.metastore.uris` (or sets
     it in hive-site.xml) and the embedded Derby metastore is not used. `master` is for callers
-    in Python (tests, benches); jobs take theirs from spark-submit."""
+    in Python (tests, benches); jobs take theirs from spark-submit.
+
+    With `lock` (every job: jobs/runs.py `open_lake_at`) a session that is to open the lake's
+    embedded metastore first takes the lake's metastore lock for the process's life
+    (jobs/lake_lock.py MetastoreLock; `run_id` names the holder to a second job, which gets
+    LakeBusy). Without it (the tests' shared session, query helpers) only the Derby probe."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     first = SparkContext._gateway is None  # no JVM of this process has opened a metastore yet
     user = user_spark_conf()
     chosen = session_conf(user, lake_root, conf)
+    # A shared metastore (metastore.uris) or the user's own ConnectionURL: nothing to lock.
     if first and CONNECTION_URL in chosen:
+        if lock:
+            hold_metastore(lake_root, run_id, app_name)
         check_metastore_free(lake_root)
     builder = SparkSession.builder.enableHiveSupport()
     # Spark's placeholders (pyspark's, or spark-submit's script name) give way to ours.
@@ -98,7 +109,8 @@ def build_session(
 
 
 class MetastoreBusy(ConfigError):
-    """The local lake's embedded metastore is open in another process."""
+    """The local lake's embedded metastore is open in another process that took no metastore
+    lock (a `spark-sql` shell): exit 2 as before the lock, a refresh turns it into LakeBusy."""
 
 
 def check_metastore_free(lake_root: str) -> None:

@@ -364,9 +364,11 @@ class TranslateRun:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.run_id:  # a bad --run-id fails before Spark starts
+        check_run_id(args.run_id)
     cfg = config_from_args(args)
-    spark, lake = open_lake("sluice-translate", cfg)
-    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
+    run_id = args.run_id or new_run_id(cfg.hash())
+    spark, lake = open_lake("sluice-translate", cfg, run_id)
     job = TranslateRun(spark, lake, cfg, run_id)
     streams = [job.open_stream(s) for s in cfg.streams]  # bad input fails before any write
     inputs = [{"stream": s.conf.name, "table": cfg.input_table(s.conf), "model": s.model}
