@@ -9,15 +9,19 @@ A run writes under `<root>/runs/<run_id>/`, where no table points. Its commit pu
 units: a unit is one staged directory that replaces one partition directory (or, for the
 `bitext`/`mono` tables, one (pair, corpus) directory holding both outcomes, so that clean and
 rejected rows change together). Commit:
-1. write a marker `_sluice_run` (the run id) into every staged unit, then a journal listing
-   the units;
-2. per unit: register its partitions in the catalog (fixed locations), then swap the staged
-   directory with the published one in one step — `renameat2(RENAME_EXCHANGE)` on a local
-   lake, so a reader sees all old or all new files; on other file systems (HDFS, S3A) the old
-   directory is renamed away and the new one into place, a short gap but never a mix;
+1. write a marker `_sluice_run` (the commit id) into every staged unit, then a journal
+   `<root>/journal/<commit id>.json` listing the units;
+2. per unit, in the order given: register its partitions in the catalog (fixed locations),
+   then swap the staged directory with the published one in one step —
+   `renameat2(RENAME_EXCHANGE)` on a local lake, so a reader sees all old or all new files;
+   on HDFS the old directory is renamed away and the new one into place, a short gap (the
+   unit reads empty) but never a mix; on S3A a rename copies file by file, so no guarantee;
 3. move what was swapped out to `<root>/trash/`; delete the journal; empty the trash.
-A unit whose published marker already names the run is done, so re-applying a journal is
-harmless: a job killed during its commit is rolled forward by the next job (`recover`).
+Units are published one after another, not all at once: while a journal is there (a commit
+in flight, or killed and waiting for the next job) the units it lists may be part old, part
+new, each unit whole (`Lake.in_flight`). A unit whose published marker already names the
+commit is done, so re-applying a journal is harmless: a job killed during its commit is
+rolled forward by the next job (`recover`).
 """
 
 from __future__ import annotations
@@ -208,13 +212,28 @@ class Lake:
         for flip in flips:
             if self.exists(flip.location):  # a flip already applied has no staged dir left
                 self.write_text(f"{flip.location}/{MARKER}", run_id)
-        journal = f"{self.root}/journal/{run_id}.json"
+        journal = self.journal_path(run_id)
         self.write_text(journal, json.dumps([asdict(f) for f in flips]))
         self._hook("journal written")
         self._apply(run_id, flips)
         self.delete(journal)
         self._hook("journal deleted")
         self.empty_trash()
+
+    def journal_path(self, run_id: str) -> str:
+        return f"{self.root}/journal/{run_id}.json"
+
+    def in_flight(self) -> list[str]:
+        """Commit ids whose journals are there: commits under way, or killed and waiting for
+        the next job to roll them forward. Until then the units a journal lists may be part
+        old, part new (each unit whole); the rest of the lake is settled."""
+        return sorted(p.rsplit("/", 1)[-1].removesuffix(".json")
+                      for p in self.list_dir(f"{self.root}/journal") if p.endswith(".json"))
+
+    def committing(self, run_id: str) -> bool:
+        """Whether the commit of `run_id` got past writing its journal: it is then in flight
+        (the next job rolls it forward) or done, and must not be recorded as failed."""
+        return self.exists(self.journal_path(run_id)) or self.succeeded(run_id)
 
     def recover(self) -> list[str]:
         """Roll forward commits a killed run left half-done; a journal that cannot be read
@@ -312,8 +331,9 @@ def gc(lake: Lake) -> list[str]:
         lake.spark.catalog.refreshTable(f"{lake.database}.runs")
         rows = lake.spark.table(lake.qualified("runs")).where("status = 'running'").collect()
         live = {r.run_id for r in rows}
-    pending = {p.rsplit("/", 1)[-1].removesuffix(".json")
-               for p in lake.list_dir(f"{lake.root}/journal")}
+    # A journal pending (`<run>`, `<run>-running`, ...) still needs its run's staged units.
+    commits = lake.in_flight()
+    pending = {*commits, *(re.sub(r"-(running|failed)$", "", c) for c in commits)}
     for path in lake.list_dir(f"{lake.root}/runs"):
         run_id = path.rstrip("/").rsplit("/", 1)[-1]
         if run_id not in live and run_id not in pending:

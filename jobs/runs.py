@@ -163,8 +163,13 @@ def mark_failed(lake: Lake, error: str, run_ids: list[str] | None = None) -> Non
 def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, run_id: str,
                    inputs: list[dict], execute: Callable[[], list[Flip]], query: str) -> None:
     """Record the run as running, execute it, commit its flips with the `succeeded` record in
-    one commit; on any failure record it failed (nothing of it becomes visible) and re-raise.
-    Then print how to look at it: `query` through spark-sql on this lake."""
+    one commit; on a failure before the commit's journal is written record it failed (nothing
+    of it became visible) and re-raise. Then print how to look at it: `query` through
+    spark-sql on this lake.
+
+    Units are published one by one, so the order is what readers can rely on: the run's data
+    first, then its rows in tables keyed by `run_id` alone (its stats), the `runs` row last.
+    Seeing a run's stats means its data is in place; `succeeded` means all of it is."""
     check_run_id(run_id)
     if lake.succeeded(run_id):
         raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
@@ -173,9 +178,15 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     record.mark("running")
     log(f"run {run_id}, lake {lake.root}")
     try:
-        lake.commit(run_id, [*execute(), record.flip("succeeded")])
+        own = {"run_id": run_id}
+        flips = sorted(execute(), key=lambda flip: flip.partition == own)  # stable: data first
+        lake.commit(run_id, [*flips, record.flip("succeeded")])
     except BaseException as err:
-        record.mark("failed", f"{type(err).__name__}: {err}")
+        if not lake.committing(run_id):
+            record.mark("failed", f"{type(err).__name__}: {err}")
+        else:  # some units may be published: the run can only go forward, never `failed`
+            log(f"run {run_id}: its commit was interrupted ({type(err).__name__}); the next "
+                "job on this lake rolls it forward")
         raise
     log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
     gc(lake)  # its staged leftovers and the data it superseded

@@ -160,6 +160,25 @@ def test_gc_keeps_what_tables_point_at(lake: Lake) -> None:
     assert via_catalog(lake) == via_pyarrow(lake) == normal(OLD)
 
 
+def test_gc_keeps_what_a_pending_journal_needs(lake: Lake) -> None:
+    """A commit killed after its journal (here `r2-running`, as `RunRecord.mark` names its
+    commits) is in flight until rolled forward: gc must keep the run's staged units."""
+    lake.commit("r1", write_run(lake, "r1", OLD))
+    flips = write_run(lake, "r2", NEW)
+
+    def kill(step: str) -> None:
+        raise Killed(step)
+
+    lake._hook = kill  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        lake.commit("r2-running", flips)
+    del lake._hook
+    assert not any(p.endswith("/runs/r2") for p in gc(lake))
+    assert lake.recover() == ["r2-running"]
+    assert via_catalog(lake) == via_pyarrow(lake) == normal(NEW)
+    assert lake.in_flight() == []
+
+
 @pytest.mark.parametrize("bad", ["../../x", "a/b", "", ".hidden", "a..b", "x" * 200])
 def test_run_ids_name_one_directory(bad: str) -> None:
     with pytest.raises(ConfigError, match="run id"):
