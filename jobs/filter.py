@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from jobs.config import ConfigError, FilterConfig, load_config
 from jobs.ingest import read_input, union_all
@@ -121,9 +122,8 @@ class FilterRun:
         for inp in self.cfg.inputs:
             log(f"reading {inp.corpus}: {' '.join(inp.paths)}")
             frames.append(
-                read_input(
-                    self.spark, inp, self.cfg.key, self.cfg.ingest.max_line_chars, self.cfg.mono
-                )
+                read_input(self.spark, inp, self.cfg.key, self.cfg.ingest.max_line_chars,
+                           self.cfg.mono, self.cfg.ingest.follow_symlinks)
             )
         return union_all(frames)
 
@@ -132,8 +132,14 @@ class FilterRun:
     ) -> DataFrame:
         """Write `df` under the run's directory and read it back: later steps start from the
         files instead of recomputing everything before them."""
-        write_staged(df, f"{self.dir}/{name}", partition_cols or [])
-        return self.spark.read.parquet(f"{self.dir}/{name}")
+        parts = partition_cols or []
+        write_staged(df, f"{self.dir}/{name}", parts)
+        # Read with the written types (not inferred from directory names: a corpus `2019`
+        # stays a string) and the partition columns last, as Spark puts them; this also
+        # reads back a run with no rows (a refresh that only drops files).
+        fields = [f for f in df.schema.fields if f.name not in parts]
+        schema = StructType(fields + [df.schema[c] for c in parts])
+        return self.spark.read.schema(schema).parquet(f"{self.dir}/{name}")
 
     def stage(self, name: str) -> AbstractContextManager[None]:
         """Name the Spark jobs of a step after it and log its progress (jobs/progress.py)."""

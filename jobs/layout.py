@@ -51,10 +51,10 @@ class Layout:
         return df.select(*[F.col(c).alias(names.get(c, c)) for c in kept])
 
     def inward(self, df: DataFrame) -> DataFrame:
-        """Raw rows read back from the lake, in the stages' shape."""
+        """Rows read back from the lake (raw or decided), in the stages' shape."""
         if not self.mono:
             return df
-        back = {v: k for k, v in MONO_RENAMES.items()}
+        back = {v: k for k, v in (MONO_RENAMES | monolingual_names()).items()}
         cols = [F.col(c).alias(back.get(c, c)) for c in df.columns]
         none = F.lit(None).cast("string")
         return df.select(*cols, none.alias("tgt"), none.alias("file_tgt"))

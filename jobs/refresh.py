@@ -30,11 +30,12 @@ from pyspark.sql import functions as F
 
 from jobs.config import ConfigError, InputConf
 from jobs.filter import FilterRun
-from jobs.ingest import read_input, union_all
+from jobs.ingest import RAW_COLUMNS, read_input, union_all
 from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.lake_lock import BUSY_EXIT, LakeBusy, RemoteLock, local_lock
 from jobs.progress import log, stage
 from jobs.refresh_config import RefreshConfig, load_refresh_config
+from jobs.refresh_dedup import RefreshDedup, stored_raw, stored_rows
 from jobs.refresh_manifest import (
     MANIFEST,
     MANIFEST_SCHEMA,
@@ -46,11 +47,10 @@ from jobs.refresh_manifest import (
     read_manifest,
     read_manifest_files,
 )
-from jobs.refresh_units import SOURCE_COLUMN, SOURCE_FILE, UnitBuilder
+from jobs.refresh_units import SOURCE_COLUMN, UnitBuilder
 from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.session import MetastoreBusy
-from jobs.stages import KEY_HASH, dedup, dedup_rules
-from udfs.dedup import dedup_key
+from jobs.stages import dedup, with_dedup_keys
 from udfs.paths import is_local_path, local_path
 
 
@@ -82,12 +82,17 @@ class RefreshRun(FilterRun):
         self.source_cols = [SOURCE_COLUMN]
         self.rows_in: dict[str, int] = {}  # lines read per processed file id
         self.lock: RemoteLock | None = None  # a remote lake's lock, checked before the commit
+        self.carried: list[str] = []  # ids of kept files whose rows this run re-decides
 
     def stage(self, name: str) -> AbstractContextManager[None]:
         corpora = ",".join(sorted({f.corpus for f in self.plan.process}))
         return stage(self.spark, "refresh", f"{name} {self.cfg.key}/{corpora}")
 
     def read_inputs(self) -> DataFrame:
+        if not self.plan.process:  # only drops: no rows to read, committed ones re-decided
+            rows = stored_raw(self.spark, self.lake, self.layout, self.cfg.key)
+            return rows.select(*RAW_COLUMNS, F.lit(None).cast("string").alias(
+                SOURCE_COLUMN)).limit(0)
         frames = []
         for file in self.plan.process:
             log(f"reading {file.corpus} ({self.plan.why[file.file_id]}): {' '.join(file.paths)}")
@@ -98,41 +103,41 @@ class RefreshRun(FilterRun):
         return union_all(frames)
 
     def deduplicate(self, decided: DataFrame) -> DataFrame:
-        committed = self.committed() if self.cfg.refresh.lake_dedup else None
-        return dedup(decided, self.cfg, committed)
+        """The new rows deduplicated with the committed rows of the whole pair, as a full
+        refresh would (jobs/refresh_dedup.py); kept files whose rows' dedup decisions change
+        are carried into this run, re-decided and rewritten."""
+        stored = stored_rows(self.spark, self.lake, self.layout, self.cfg.key)
+        if not self.cfg.refresh.lake_dedup or stored is None:
+            return dedup(decided, self.cfg)
+        kept = {e.file_id for e in self.plan.kept}
+        self.redo = RefreshDedup(self.cfg, stored, kept, self.plan.removed)
+        with self.stage("normalize+rules+langid+dedup"):
+            marked = self.staged(self.redo.decide(with_dedup_keys(decided, self.cfg)),
+                                 "stage_dedup")
+            self.carried = self.redo.changed_files(marked)
+        rows = self.redo.new_rows(marked)
+        if not self.carried:
+            return rows
+        log(f"re-deciding the committed rows of {len(self.carried)} kept file(s) whose "
+            "duplicates' survivors changed")
+        return rows.unionByName(self.redo.carried_rows(self.carried, marked, rows.columns))
 
-    def committed(self) -> DataFrame | None:
-        """The lake's clean rows of this pair (every corpus) that stay: not those of files
-        this refresh replaces or drops. Their key hashes are read, not recomputed; rows
-        committed before sluice stored them get theirs computed from the text."""
-        table = self.lake.qualified(self.layout.prefix)
-        if not self.spark.catalog.tableExists(f"{self.lake.database}.{self.layout.prefix}"):
-            return None
-        self.spark.catalog.refreshTable(f"{self.lake.database}.{self.layout.prefix}")
-        rows = self.spark.table(table).where(
-            (F.col("outcome") == "clean") & (F.col(self.layout.key) == self.cfg.key))
-        source = F.regexp_extract(F.col("_metadata.file_name"), SOURCE_FILE.pattern, 1)
-        rows = rows.where(~source.isin(sorted(self.plan.removed)))
-        hashes = [KEY_HASH[rule] for rule in dedup_rules(self.cfg)]
-        text = "text" if self.cfg.mono else "src"
-        keys = self.key_expressions(text)
-        if any(h not in rows.columns for h in hashes):  # a lake from before the hashes
-            return rows.withColumns({h: keys[h] for h in hashes})
-        if not rows.where(" OR ".join(f"{h} IS NULL" for h in hashes)).isEmpty():
-            rows = rows.withColumns({h: F.coalesce(F.col(h), keys[h]) for h in hashes})
-        return rows
-
-    def key_expressions(self, text: str) -> dict[str, F.Column]:
-        src = dedup_key(F.col(text), self.cfg.dedup)
-        tgt = dedup_key(F.lit(None).cast("string") if self.cfg.mono else F.col("tgt"),
-                        self.cfg.dedup)
-        return {"dup_key": F.xxhash64(F.concat_ws("\t", src, tgt)),
-                "dup_key_src": F.xxhash64(src), "dup_key_tgt": F.xxhash64(tgt)}
+    def finish(self, rows_in: DataFrame, decided: DataFrame, raw: DataFrame) -> list[Flip]:
+        """As a filter run's, with the carried files' committed raw rows counted in."""
+        if self.carried:
+            lay = self.layout
+            self.spark.catalog.refreshTable(f"{self.lake.database}.{lay.raw}")
+            carried = stored_raw(self.spark, self.lake, lay, self.cfg.key).where(
+                F.col(SOURCE_COLUMN).isin(self.carried))
+            rows_in = rows_in.select("pair", "corpus").unionByName(
+                carried.select("pair", "corpus"))
+        return super().finish(rows_in, decided, raw)
 
     def commit_units(self) -> list[Flip]:
         """Everything the refresh publishes: its filter stats, the changed corpora's units
         and the manifest."""
-        flips = self.execute(self.read_inputs()) if self.plan.process else self.units()
+        changes = self.plan.process or self.plan.removed  # a drop re-decides duplicates too
+        flips = self.execute(self.read_inputs()) if changes else self.units()
         flips.append(self.manifest_flip())
         if self.lock is not None and self.lock.lost.is_set():
             raise LakeBusy(f"another refresh took over the lake lock {self.lock.path} (this "
@@ -140,23 +145,30 @@ class RefreshRun(FilterRun):
         return flips
 
     def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
-        raw = self.spark.read.parquet(f"{self.dir}/{self.layout.raw}")  # before units take it
-        self.rows_in = {r[SOURCE_COLUMN]: r["count"]
-                        for r in raw.groupBy(SOURCE_COLUMN).count().collect()}
+        if self.plan.process:  # lines read per file, counted before the units take them
+            raw = self.spark.read.parquet(f"{self.dir}/{self.layout.raw}")
+            self.rows_in = {r[SOURCE_COLUMN]: r["count"]
+                            for r in raw.groupBy(SOURCE_COLUMN).count().collect()}
         stats = {"run_id": self.run_id}
         where = self.lake.partition_path(stats)
         return [Flip("filter_stats", stats, f"{self.dir}/filter_stats/{where}"), *self.units()]
 
     def units(self) -> list[Flip]:
+        """Per changed corpus, its raw rows' unit and its decided rows' unit; a corpus with
+        carried files (re-decided, not re-read) only the latter."""
         lay, builder = self.layout, UnitBuilder(self.lake, self.dir, self.plan.removed)
         processed = {f.corpus for f in self.plan.process}
+        corpus_of = {e.file_id: e.corpus for e in self.plan.kept}
+        carried = {corpus_of[file_id] for file_id in self.carried}
         outcomes = [{"outcome": "clean"}, {"outcome": "rejected"}]
         flips = []
-        for corpus in sorted(self.plan.corpora):
+        for corpus in sorted(self.plan.corpora | carried):
             part = {lay.key: self.cfg.key, "corpus": corpus}
-            staged = corpus in processed
-            flips.append(builder.unit(lay.raw, part, [], staged))
-            flips.append(builder.unit(lay.prefix, part, outcomes, staged))
+            if corpus in self.plan.corpora:
+                flips.append(builder.unit(lay.raw, part, [], corpus in processed))
+            flips.append(builder.unit(lay.prefix, part, outcomes,
+                                      corpus in processed | carried,
+                                      self.plan.removed | set(self.carried)))
         self.lake._hook("units assembled")
         return flips
 

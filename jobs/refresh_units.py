@@ -36,11 +36,13 @@ class UnitBuilder:
         self.lake, self.run_dir, self.removed = lake, run_dir, removed
 
     def unit(self, table: str, partition: dict[str, str], inner: list[dict[str, str]],
-             staged: bool) -> Flip:
+             staged: bool, removed: set[str] | None = None) -> Flip:
         """The unit replacing `table`'s `partition` directory (with its `inner` partitions,
-        e.g. each outcome): published files kept, plus the run's new files for it when
-        `staged` (the run wrote rows for it under `<run_dir>/<table>/`)."""
+        e.g. each outcome): published files kept but those of `removed` file ids (default:
+        the builder's), plus the run's new files for it when `staged` (the run wrote rows for
+        it under `<run_dir>/<table>/`)."""
         lake = self.lake
+        removed = self.removed if removed is None else removed
         where = lake.partition_path(partition)
         unit = f"{self.run_dir}/units/{table}/{where}"
         for part in inner or [{}]:
@@ -50,7 +52,7 @@ class UnitBuilder:
             published = f"{lake.table_dir(table)}/{where}/{sub}".rstrip("/")
             for path in lake.list_dir(published):
                 name = path.rsplit("/", 1)[-1]
-                if is_data_file(name) and source_id(name) not in self.removed:
+                if is_data_file(name) and source_id(name) not in removed:
                     self.link(path, f"{target}/{name}")
             if staged:
                 new = f"{self.run_dir}/{table}/{where}/{sub}".rstrip("/")

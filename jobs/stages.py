@@ -140,14 +140,19 @@ def dedup(df: DataFrame, cfg: FilterConfig, committed: DataFrame | None = None) 
     line); the others get reject_rule `duplicate` (then `duplicate_source`/`_target` when
     side dedup is on) and `dup_of` = the survivor's row_id.
 
-    Rows are grouped by their keys' 64-bit hashes (the stored `dup_key*` columns), the same
-    hashes lake-wide dedup matches committed rows by: a window over a long instead of the key
-    text, each side's key computed once. Two different keys collide with probability about
-    n^2 / 2^65 (2.7e-6 for 10M rows of one corpus).
-
     `committed`: rows already in the lake (`dup_key*`, row_id, corpus, file, line). A new row
     whose key one of them has is a duplicate of it (the committed row survives: the first of
     them by corpus, file, line), before the new rows are deduplicated among themselves."""
+    return mark_duplicates(with_dedup_keys(df, cfg), cfg, committed)
+
+
+def with_dedup_keys(df: DataFrame, cfg: FilterConfig) -> DataFrame:
+    """`dup_of` (null) and each dedup pass's key hash (`dup_key*`, stored with every row).
+
+    Rows are grouped by their keys' 64-bit hashes, the same hashes lake-wide dedup matches
+    committed rows by: a window over a long instead of the key text, each side's key
+    computed once. Two different keys collide with probability about n^2 / 2^65 (2.7e-6 for
+    10M rows of one corpus)."""
     df = df.withColumn("dup_of", F.lit(None).cast("long"))
     # Each side's key as a column of its own: Spark then computes it once for every hash.
     df = df.withColumns({"_key_src": dedup_key(F.col("src"), cfg.dedup),
@@ -159,7 +164,12 @@ def dedup(df: DataFrame, cfg: FilterConfig, committed: DataFrame | None = None) 
     }
     stored = ["duplicate"] if cfg.mono else list(KEY_HASH)
     df = df.withColumns({KEY_HASH[rule]: F.xxhash64(keys[rule]) for rule in stored})
-    df = df.drop("_key_src", "_key_tgt")
+    return df.drop("_key_src", "_key_tgt")
+
+
+def mark_duplicates(df: DataFrame, cfg: FilterConfig,
+                    committed: DataFrame | None = None) -> DataFrame:
+    """Each enabled dedup pass over rows that carry their key hashes (`with_dedup_keys`)."""
     for rule in dedup_rules(cfg):
         if committed is not None:
             df = _mark_committed_duplicates(df, rule, committed)

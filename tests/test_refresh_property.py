@@ -1,0 +1,183 @@
+"""A refresh after any sequence of file operations leaves the lake a `--full` refresh of the
+sources as they are now would leave (issue 22): seeded random sequences of adds, rewrites,
+renames, drops and touches over two corpora of real Anki zh-en pairs, drawn from a small pool
+so that duplicates across files and corpora are common, each refresh run in this process.
+
+With `missing_files: drop` the lake is compared with a fresh lake refreshed once from the
+final sources; with `keep` (a gone file's rows stay) with the same lake after `--full`. Equal
+means every row (row_id, corpus, file, line) with the same outcome, rule and `dup_of`, and no
+duplicate's `dup_of` pointing anywhere but at a clean row of the lake with the same text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import os
+import random
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+from conftest import REPO
+
+from jobs.lake import Lake
+from jobs.refresh import refresh
+from jobs.refresh_config import load_refresh_config
+
+COLUMNS = ["row_id", "corpus", "file", "line", "outcome", "reject_rule", "dup_of", "src", "tgt"]
+CORPORA = ("crawl", "news")
+LAKES = itertools.count()  # a database each: the tests share one metastore
+
+
+@pytest.fixture(scope="module")
+def pool(data_dir: Path) -> list[str]:
+    """60 real pairs: files drawn from them repeat each other often."""
+    with gzip.open(data_dir / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        pairs = ["\t".join(line.rstrip("\n").split("\t")[:2]) for line in f]
+    return pairs[1000:1060]
+
+
+class Sources:
+    """Source files on disk, changed by seeded random operations."""
+
+    def __init__(self, root: Path, pool: list[str], rng: random.Random) -> None:
+        self.root, self.pool, self.rng = root, pool, rng
+        for corpus in CORPORA:
+            (root / corpus).mkdir(parents=True, exist_ok=True)
+        self.made = 0
+        self.clock = 1_700_000_000  # every write gets a later modification time
+
+    def files(self) -> list[Path]:
+        return sorted(p for c in CORPORA for p in (self.root / c).glob("*.tsv"))
+
+    def write(self, path: Path, lines: list[str]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        self.touch(path)
+
+    def touch(self, path: Path) -> None:
+        self.clock += 10
+        os.utime(path, (self.clock, self.clock))
+
+    def draw(self) -> list[str]:
+        return [self.rng.choice(self.pool) for _ in range(self.rng.randint(8, 20))]
+
+    def add(self) -> str:
+        self.made += 1
+        path = self.root / self.rng.choice(CORPORA) / f"f{self.made:02d}.tsv"
+        self.write(path, self.draw())
+        return f"add {path.parent.name}/{path.name}"
+
+    def step(self) -> str:
+        files = self.files()
+        op = self.rng.choice(["add", "add", "rewrite", "edit", "edit", "rename", "rename",
+                              "drop", "touch"])
+        if op == "add" or len(files) < 2:
+            return self.add()
+        path = self.rng.choice(files)
+        name = f"{path.parent.name}/{path.name}"
+        if op == "rewrite":
+            self.write(path, self.draw())
+        elif op == "edit":  # its first lines replaced: same line numbers, other pairs
+            lines = path.read_text(encoding="utf-8").splitlines()
+            k = self.rng.randint(1, len(lines))
+            self.write(path, self.draw()[:k] + lines[k:])
+        elif op == "rename":
+            self.made += 1
+            target = self.root / self.rng.choice(CORPORA) / f"f{self.made:02d}.tsv"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(target)
+            name += f" -> {target.parent.name}/{target.name}"
+        elif op == "drop":
+            path.unlink()
+        else:
+            self.touch(path)
+        return f"{op} {name}"
+
+
+def config(tmp: Path, sources: Path, name: str, missing: str) -> Path:
+    path = tmp / f"{name}.yaml"
+    path.write_text(
+        f"extends: {REPO}/conf/zh-en.yaml\n"
+        f"lake: {{root: {tmp / name}, database: prop_{name}_{next(LAKES)}}}\n"
+        f"refresh: {{missing_files: {missing}}}\n"
+        "sources:\n" + "".join(
+            f"  - {{corpus: {c}, path: {sources / c}, format: tsv}}\n" for c in CORPORA),
+        encoding="utf-8")
+    return path
+
+
+def run_refresh(spark, path: Path, run: str, full: bool = False) -> None:
+    cfg = load_refresh_config(str(path))
+    lake = Lake(spark, cfg.lake.root, cfg.lake.database)
+    assert refresh(spark, lake, cfg, run, full) == 0
+
+
+def rows(lake: Path) -> dict[int, tuple]:
+    data = ds.dataset(lake / "tables" / "bitext", format="parquet", partitioning="hive")
+    found = data.to_table(columns=COLUMNS).to_pylist()
+    by_id = {r["row_id"]: tuple(r[c] for c in COLUMNS) for r in found}
+    assert len(by_id) == len(found), "a row is stored twice"
+    return by_id
+
+
+def check_survivors(lake: dict[int, tuple]) -> None:
+    """Each duplicate points at a clean row of the lake holding the same pair."""
+    for row_id, (_, _, _, _, _, rule, dup_of, src, tgt) in lake.items():
+        if rule == "duplicate":
+            survivor = lake.get(dup_of)
+            assert survivor is not None, f"{row_id}: dup_of {dup_of} is no row of the lake"
+            assert survivor[4] == "clean", f"{row_id}: dup_of {dup_of} is {survivor[5]}"
+            assert survivor[7].lower() == src.lower() or survivor[8].lower() == tgt.lower()
+
+
+def source_lines(sources: Sources) -> int:
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in sources.files())
+
+
+@pytest.mark.parametrize("seed,missing", [(1, "drop"), (4, "keep")])
+def test_a_refresh_after_any_file_operations_equals_a_full_one(
+        spark, tmp_path: Path, pool: list[str], seed: int, missing: str) -> None:
+    sources = Sources(tmp_path / "src", pool, random.Random(seed))
+    lake_cfg = config(tmp_path, sources.root, "lake", missing)
+    history = [sources.add() for _ in range(4)]
+    run_refresh(spark, lake_cfg, f"s{seed}-0")
+    for step in range(1, 5):  # two operations between refreshes
+        history += [sources.step(), sources.step()]
+        run_refresh(spark, lake_cfg, f"s{seed}-{step}")
+    got = rows(tmp_path / "lake")
+    check_survivors(got)
+    if missing == "drop":
+        assert len(got) == source_lines(sources), history
+        fresh = config(tmp_path, sources.root, "fresh", missing)
+        run_refresh(spark, fresh, f"s{seed}-fresh")
+        want = rows(tmp_path / "fresh")
+    else:
+        run_refresh(spark, lake_cfg, f"s{seed}-full", full=True)
+        want = rows(tmp_path / "lake")
+    assert got == want, history
+
+
+def test_the_issue_sequence_loses_no_clean_pair(spark, tmp_path: Path, pool: list[str]) -> None:
+    """The issue's reproduction: y.tsv repeats a.tsv's first lines; a.tsv's first lines are
+    rewritten; y's pairs must come back clean (they were `duplicate` of a.tsv's rows)."""
+    sources = Sources(tmp_path / "src", pool, random.Random(0))
+    a = sources.root / "crawl" / "a.tsv"
+    sources.write(a, pool[:40])
+    lake_cfg = config(tmp_path, sources.root, "lake", "keep")
+    run_refresh(spark, lake_cfg, "i-1")
+    first = {(r[7], r[8]) for r in rows(tmp_path / "lake").values() if r[3] <= 10
+             and r[4] == "clean"}
+    assert len(first) >= 8
+    sources.write(sources.root / "crawl" / "y.tsv", pool[:10])
+    run_refresh(spark, lake_cfg, "i-2")
+    ys = [r for r in rows(tmp_path / "lake").values() if r[2].endswith("y.tsv")]
+    assert {r[5] for r in ys if (r[7], r[8]) in first} == {"duplicate"}
+    sources.write(a, pool[40:50] + pool[10:40])
+    run_refresh(spark, lake_cfg, "i-3")
+    lake = rows(tmp_path / "lake")
+    check_survivors(lake)
+    assert first <= {(r[7], r[8]) for r in lake.values() if r[4] == "clean"}
+    ys = [r for r in lake.values() if r[2].endswith("y.tsv") and (r[7], r[8]) in first]
+    assert {r[4] for r in ys} == {"clean"}  # carried: re-decided with the refresh
