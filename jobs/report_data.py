@@ -6,7 +6,6 @@ whole is collected to the driver: every score is binned and counted in Spark."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import and_
@@ -27,7 +26,6 @@ from jobs.report_thresholds import (
     scorer_thresholds,
     what_if_grid,
 )
-from udfs.paths import is_local_path, local_path
 
 HIST_BINS = 40  # bins of a histogram (integer scores of a small range: one bin per value)
 CLIP = (0.005, 0.995)  # quantiles a histogram's range spans; values beyond go in its edge bins
@@ -104,12 +102,6 @@ class ReportData:
 
 
 # --- The run -------------------------------------------------------------------------------
-
-
-def check_lake_exists(root: str) -> None:
-    """A local lake that is not there fails before Spark makes an empty one."""
-    if is_local_path(root) and not os.path.isdir(local_path(root)):
-        raise ConfigError(f"no lake at {root}")
 
 
 def table(spark: SparkSession, lake: Lake, name: str) -> DataFrame | None:

@@ -94,8 +94,6 @@ def test_gc_refuses_a_lake_that_is_not_there(gc_mistyped) -> None:
     assert not mistyped.exists()
 
 
-@pytest.mark.xfail(strict=True, reason="jobs/lake.py main() does not go through "
-                   "jobs/runs.py exit_code yet: the refusal is a traceback, exit 1")
 def test_gc_refusal_is_one_line_and_exit_2(gc_mistyped) -> None:
     _, done = gc_mistyped
     ours(done, 2)
