@@ -196,6 +196,9 @@ def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str, fu
     plan = plan_refresh(listed, manifest, cfg.filter_hash(), cfg.refresh.missing_files,
                         partial(checksum, spark), full)
     log(f"refresh {cfg.key}: {plan.summary()}")
+    for file, why in plan.quarantined:
+        print(f"sluice: warning: quarantined {why}; its rows are not refreshed (corpus "
+              f"{file.corpus}) until the file is whole", file=sys.stderr)
     if plan.up_to_date:
         say_up_to_date(cfg, len(listed))
         return 0
@@ -204,6 +207,8 @@ def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str, fu
     inputs = [{"corpus": f.corpus, "paths": f.paths, "format": f.format,
                "why": plan.why[f.file_id]} for f in plan.process]
     inputs += [{"corpus": e.corpus, "paths": [e.path], "why": "dropped"} for e in plan.dropped]
+    inputs += [{"corpus": f.corpus, "paths": f.paths, "why": f"quarantined: {why}"}
+               for f, why in plan.quarantined]
     query = (f"SELECT corpus, status, count(*) AS files, sum(rows) AS rows FROM "
              f"{cfg.lake.database}.{MANIFEST} WHERE key = '{cfg.key}' GROUP BY corpus, status")
     run_and_commit(spark, lake, cfg, "refresh", run_id, inputs, job.commit_units, query)

@@ -15,6 +15,7 @@ import glob as globlib
 import hashlib
 import os
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -98,6 +99,9 @@ class Plan:
     removed: set[str] = field(default_factory=set)
     dropped: list[Entry] = field(default_factory=list)
     kept: list[Entry] = field(default_factory=list)  # unchanged, touched or missing
+    # Files that cannot be read whole (CorruptSource): not refreshed, their committed rows
+    # (if any) kept, tried again by the next refresh.
+    quarantined: list[tuple[SourceFile, str]] = field(default_factory=list)
     manifest_changed: bool = False
 
     @property
@@ -120,7 +124,8 @@ class Plan:
         if self.dropped:
             parts.append(f"{len(self.dropped)} dropped (gone, rows removed)")
         unchanged = len(self.kept) - missing
-        return ", ".join(parts + [f"{unchanged} unchanged"])
+        quarantined = [f"{len(self.quarantined)} quarantined"] if self.quarantined else []
+        return ", ".join(parts + [f"{unchanged} unchanged"] + quarantined)
 
 
 # -- listing ---------------------------------------------------------------------------------
@@ -249,15 +254,55 @@ def list_sources(spark: SparkSession | None, cfg: RefreshConfig) -> list[SourceF
 
 
 # -- checksums --------------------------------------------------------------------------------
+class CorruptSource(ValueError):
+    """A source file that cannot be read whole (a truncated or corrupt gzip file)."""
+
+
+class GzipCheck:
+    """Decompresses a gzip stream fed in chunks (output dropped), to tell that it is whole:
+    its last member ends (a file cut while being copied ends inside one) and each member's
+    CRC checks (zlib checks it)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.inflate = zlib.decompressobj(wbits=31)
+        self.inside = False  # within a member that has not ended yet
+
+    def feed(self, chunk: bytes) -> None:
+        try:
+            while chunk:
+                self.inside = True
+                self.inflate.decompress(chunk, CHUNK)
+                chunk = self.inflate.unconsumed_tail
+                if self.inflate.eof:  # a member ended: what follows starts the next one
+                    chunk = self.inflate.unused_data
+                    self.inflate = zlib.decompressobj(wbits=31)
+                    self.inside = False
+        except zlib.error as err:
+            raise CorruptSource(f"{shown(self.path)}: corrupt gzip data ({err})") from None
+
+    def finish(self) -> None:
+        if self.inside:
+            raise CorruptSource(f"{shown(self.path)}: truncated gzip file (it ends inside "
+                                "its compressed data)")
+
+
 def checksum(spark: SparkSession | None, file: SourceFile) -> str:
     """SHA-256 of the file's bytes (a Moses pair: both files'), read here on the driver; on
-    a remote file system the file system's own checksum where it has one (HDFS)."""
+    a remote file system the file system's own checksum where it has one (HDFS). A local
+    `.gz` file is decompressed on the way (CorruptSource when it is not whole): Spark would
+    fail the whole refresh halfway through it."""
     digest = hashlib.sha256()
     for path in file.paths:
         if is_local_path(path):
+            check = GzipCheck(path) if path.endswith(".gz") else None
             with open(local_path(path), "rb") as handle:
                 while chunk := handle.read(CHUNK):
                     digest.update(chunk)
+                    if check:
+                        check.feed(chunk)
+            if check:
+                check.finish()
             continue
         jvm = spark.sparkContext._jvm
         hpath = jvm.org.apache.hadoop.fs.Path(path)
@@ -325,19 +370,28 @@ def plan_refresh(listed: list[SourceFile], manifest: dict[tuple[str, str], Entry
     (only for files that are new or whose size or time changed)."""
     plan = Plan()
     seen = set()
+
+    def whole(file: SourceFile, entry: Entry | None) -> str | None:
+        """The file's checksum, or None when it is quarantined (its entry then kept)."""
+        try:
+            return checksum(file)
+        except CorruptSource as err:
+            plan.quarantined.append((file, str(err)))
+            if entry is not None:
+                plan.kept.append(entry)
+            return None
+
     for file in listed:
         entry = manifest.get((file.corpus, file.path))
         seen.add((file.corpus, file.path))
-        if entry is None or full:
-            plan.process.append(replace(file, checksum=checksum(file)))
-            plan.why[file.file_id] = "full" if entry is not None else "new"
+        if entry is None or full or entry.config_hash != config_hash:
+            if (digest := whole(file, entry)) is None:
+                continue
+            plan.process.append(replace(file, checksum=digest))
+            why = "new" if entry is None else "full" if full else "config"
+            plan.why[file.file_id] = why
             if entry is not None:
                 plan.removed.add(entry.file_id)
-            continue
-        if entry.config_hash != config_hash:
-            plan.process.append(replace(file, checksum=checksum(file)))
-            plan.why[file.file_id] = "config"
-            plan.removed.add(entry.file_id)
             continue
         same_stat = (entry.size, entry.modified_ms) == (file.size, file.modified_ms)
         if same_stat and entry.path_tgt == file.path_tgt:
@@ -345,7 +399,8 @@ def plan_refresh(listed: list[SourceFile], manifest: dict[tuple[str, str], Entry
                 plan.manifest_changed = True
             plan.kept.append(replace(entry, status="done"))
             continue
-        digest = checksum(file)
+        if (digest := whole(file, entry)) is None:
+            continue
         if digest == entry.checksum and entry.path_tgt == file.path_tgt:
             plan.kept.append(replace(entry, size=file.size, modified_ms=file.modified_ms,
                                      status="done"))

@@ -3,6 +3,7 @@ test modules share: trained models, and job runs that are the same input and con
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
 from pathlib import Path
@@ -46,6 +47,14 @@ def spark(lake_root: Path):
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+@pytest.fixture(scope="session")
+def anki_pool() -> list[str]:
+    """60 real Anki zh-en pairs (TSV lines): files drawn from them repeat each other often."""
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        pairs = ["\t".join(line.rstrip("\n").split("\t")[:2]) for line in f]
+    return pairs[1000:1060]
 
 
 SCORED_DB = "determinism"

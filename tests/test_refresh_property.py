@@ -11,7 +11,6 @@ duplicate's `dup_of` pointing anywhere but at a clean row of the lake with the s
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import os
 import random
@@ -28,14 +27,6 @@ from jobs.refresh_config import load_refresh_config
 COLUMNS = ["row_id", "corpus", "file", "line", "outcome", "reject_rule", "dup_of", "src", "tgt"]
 CORPORA = ("crawl", "news")
 LAKES = itertools.count()  # a database each: the tests share one metastore
-
-
-@pytest.fixture(scope="module")
-def pool(data_dir: Path) -> list[str]:
-    """60 real pairs: files drawn from them repeat each other often."""
-    with gzip.open(data_dir / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
-        pairs = ["\t".join(line.rstrip("\n").split("\t")[:2]) for line in f]
-    return pairs[1000:1060]
 
 
 class Sources:
@@ -138,8 +129,8 @@ def source_lines(sources: Sources) -> int:
 
 @pytest.mark.parametrize("seed,missing", [(1, "drop"), (4, "keep")])
 def test_a_refresh_after_any_file_operations_equals_a_full_one(
-        spark, tmp_path: Path, pool: list[str], seed: int, missing: str) -> None:
-    sources = Sources(tmp_path / "src", pool, random.Random(seed))
+        spark, tmp_path: Path, anki_pool: list[str], seed: int, missing: str) -> None:
+    sources = Sources(tmp_path / "src", anki_pool, random.Random(seed))
     lake_cfg = config(tmp_path, sources.root, "lake", missing)
     history = [sources.add() for _ in range(4)]
     run_refresh(spark, lake_cfg, f"s{seed}-0")
@@ -159,22 +150,23 @@ def test_a_refresh_after_any_file_operations_equals_a_full_one(
     assert got == want, history
 
 
-def test_the_issue_sequence_loses_no_clean_pair(spark, tmp_path: Path, pool: list[str]) -> None:
+def test_the_issue_sequence_loses_no_clean_pair(spark, tmp_path: Path,
+                                                anki_pool: list[str]) -> None:
     """The issue's reproduction: y.tsv repeats a.tsv's first lines; a.tsv's first lines are
     rewritten; y's pairs must come back clean (they were `duplicate` of a.tsv's rows)."""
-    sources = Sources(tmp_path / "src", pool, random.Random(0))
+    sources = Sources(tmp_path / "src", anki_pool, random.Random(0))
     a = sources.root / "crawl" / "a.tsv"
-    sources.write(a, pool[:40])
+    sources.write(a, anki_pool[:40])
     lake_cfg = config(tmp_path, sources.root, "lake", "keep")
     run_refresh(spark, lake_cfg, "i-1")
     first = {(r[7], r[8]) for r in rows(tmp_path / "lake").values() if r[3] <= 10
              and r[4] == "clean"}
     assert len(first) >= 8
-    sources.write(sources.root / "crawl" / "y.tsv", pool[:10])
+    sources.write(sources.root / "crawl" / "y.tsv", anki_pool[:10])
     run_refresh(spark, lake_cfg, "i-2")
     ys = [r for r in rows(tmp_path / "lake").values() if r[2].endswith("y.tsv")]
     assert {r[5] for r in ys if (r[7], r[8]) in first} == {"duplicate"}
-    sources.write(a, pool[40:50] + pool[10:40])
+    sources.write(a, anki_pool[40:50] + anki_pool[10:40])
     run_refresh(spark, lake_cfg, "i-3")
     lake = rows(tmp_path / "lake")
     check_survivors(lake)
