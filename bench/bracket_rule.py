@@ -1,7 +1,9 @@
 """How often `unbalanced_brackets` rejects newstest pairs (human translations, which should
-pass): comparing the two sides' bracket/quote profiles (udfs/brackets.py) against counting each
-side's imbalance on its own (the rule before: a quotation split at a sentence boundary on
-both sides was rejected).
+pass), three ways: each side's brackets and quotes on its own (the first rule: a quotation
+split at a sentence boundary on both sides was rejected); the two sides' profiles compared
+(issue 14: a bracket left open on both sides passed); and today's rule (issue 23: brackets on
+each side on its own, as the seed systems filter sentences; double quotes compared across
+the sides).
 
     python bench/bracket_rule.py        # every newstest direction in ../shared/data
 """
@@ -27,18 +29,19 @@ def pairs(direction: Path) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    print("| direction | pairs | per-side imbalance (before) | profiles differ (now) |")
-    print("|---|---|---|---|")
+    print("| direction | pairs | per side (first) | profiles differ (issue 14) | now |")
+    print("|---|---|---|---|---|")
     for direction in sorted(p for p in NEWSTEST.iterdir() if p.is_dir()):
         found = pairs(direction)
-        before = now = 0
+        first = compared = now = 0
         for src, tgt in found:
             a, b = bracket_profile(src), bracket_profile(tgt)
-            before += any(a) or any(b)
-            now += a != b
-        print(f"| {direction.name} | {len(found):,} | {before / len(found):.2%} | "
-              f"{now / len(found):.2%} |")
-
+            first += any(a) or any(b)
+            compared += a != b
+            now += any(a[:-1]) or any(b[:-1]) or a[-1] != b[-1]
+        n = len(found)
+        print(f"| {direction.name} | {n:,} | {first / n:.2%} | {compared / n:.2%} | "
+              f"{now / n:.2%} |")
 
 if __name__ == "__main__":
     main()

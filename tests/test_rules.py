@@ -150,12 +150,17 @@ ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
     # marks of each language): the same imbalance passes.
     "quote_split_on_both_sides": (f"“{C[0]}", f'"{C[1]}', None, {"bracket_mismatch": 0}),
     "german_quote_split_on_both_sides": (f"「{B[0]}", f"„{B[1]}", None, {"bracket_mismatch": 0}),
+    # A bracket opened and never closed inside a sentence is rejected as the seed systems
+    # (ZengHuiMT, HW-TSC) reject it, even when both sides leave it open (issue 23).
     "bracket_open_on_both_sides": (
         A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),
         A[1].replace("in ", "in (", 1),
-        None,
-        {"bracket_mismatch": 0},
+        "unbalanced_brackets",
+        {"bracket_mismatch": 2},
     ),
+    "issue_23_unclosed_bracket_on_both_sides": (
+        "他（非常高兴地离开了会场。", "He (left the venue very happily.", "unbalanced_brackets",
+        {"bracket_mismatch": 2}),
     # Opposite imbalances do not cancel: the profiles are compared per kind of bracket.
     "bracket_open_and_closed": (
         A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),

@@ -89,14 +89,17 @@ def script_share(col: Column, lang: str) -> Column:
 
 
 def bracket_mismatch(src_profile: Column, tgt_profile: Column) -> Column:
-    """How far the two sides' bracket/quote profiles (udfs/brackets.py) differ. A pair that
-    carries the same imbalance on both sides (a quotation split at a sentence boundary, cut the
-    same way in both languages) matches; one side unbalanced alone does not. Monolingual text
-    (no target) is compared with a balanced profile."""
+    """Unmatched brackets and quotes (udfs/brackets.py profiles). A bracket opened and never
+    closed (or closed and never opened) counts on each side by itself, as the seed systems
+    filter sentences: a sentence holds its brackets whole. Double quotation marks are
+    compared across the sides: a quotation split at a sentence boundary, cut the same way in
+    both languages, matches; one side unbalanced alone does not. Monolingual text (no target)
+    is compared with a balanced profile."""
     total = F.lit(0)
     for i in range(PROFILE_SIZE):
         a, b = (F.coalesce(p[i], F.lit(0)) for p in (src_profile, tgt_profile))
-        total = total + F.abs(a - b)
+        quotes = i == PROFILE_SIZE - 1
+        total = total + (F.abs(a - b) if quotes else F.abs(a) + F.abs(b))
     return total
 
 
@@ -456,7 +459,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "unbalanced_brackets",
-        "The sides' unmatched brackets/quotes differ (the same imbalance on both passes).",
+        "A side has an unmatched bracket, or the sides' double quotes differ in parity (the "
+        "same split quotation on both sides passes).",
         scores=(
             RowScore(
                 "bracket_mismatch",
