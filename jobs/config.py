@@ -108,10 +108,28 @@ def safe_name(value: str, what: str) -> str:
     return value
 
 
-def path_name(kind: str, value: str | None) -> str | None:
-    """None, or a name that becomes a directory in a store (jobs/lake.py `check_name`)."""
-    from jobs.lake import check_name  # jobs.lake imports this module
+# A name that becomes a directory (a run, a model, an aligner): no path tricks.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
+
+def check_name(kind: str, value: str) -> str:
+    """A name that becomes a directory in a store (`kind` says which): letters, digits, `.`,
+    `_`, `-`, without `..`, so `../x` or `a/b` cannot reach outside the store."""
+    if not SAFE_NAME.fullmatch(value) or ".." in value:
+        raise ConfigError(
+            f"{kind} {value!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit, without '..'"
+        )
+    return value
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id names a directory under `<lake>/runs/`."""
+    return check_name("run id", run_id)
+
+
+def path_name(kind: str, value: str | None) -> str | None:
+    """None, or a name that becomes a directory in a store (`check_name`)."""
     return None if value is None else check_name(kind, value)
 
 

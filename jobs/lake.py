@@ -38,13 +38,12 @@ from dataclasses import asdict, dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from jobs.config import ConfigError
+from jobs.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
 from jobs.progress import log
 from jobs.session import lake_uri
 from udfs.paths import is_local_path, local_path
 
 MARKER = "_sluice_run"
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -64,27 +63,6 @@ def sql_string(value: str) -> str:
 
 def partition_spec(partition: dict[str, str]) -> str:
     return ", ".join(f"`{k}` = {sql_string(v)}" for k, v in partition.items())
-
-
-def check_run_id(run_id: str) -> str:
-    """A run id names a directory: letters, digits, `.`, `_`, `-`; no path tricks."""
-    if not RUN_ID.fullmatch(run_id) or ".." in run_id:
-        raise ConfigError(
-            f"run id {run_id!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
-            "a letter or digit, without '..'"
-        )
-    return run_id
-
-
-def check_name(kind: str, value: str) -> str:
-    """A name that becomes a directory (a model, an aligner; `kind` says which): the rule of
-    run ids, so `../x` or `a/b` cannot reach outside the store it names something in."""
-    if not RUN_ID.fullmatch(value) or ".." in value:
-        raise ConfigError(
-            f"{kind} {value!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
-            "a letter or digit, without '..'"
-        )
-    return value
 
 
 class Lake:
@@ -359,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def collect() -> int:
-        _, lake = open_lake_at("sluice-gc", args.lake, args.database)
+        _, lake = open_lake_at("sluice-gc", args.lake, args.database, existing=True)
         removed = gc(lake)
         log(f"removed {len(removed)} unreferenced directories from {lake.root}")
         for path in removed:

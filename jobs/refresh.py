@@ -32,7 +32,7 @@ from jobs.config import ConfigError, InputConf
 from jobs.filter import FilterRun
 from jobs.ingest import RAW_COLUMNS, read_input, union_all
 from jobs.lake import Flip, Lake, check_run_id, write_staged
-from jobs.lake_lock import BUSY_EXIT, LakeBusy, RemoteLock, local_lock
+from jobs.lake_lock import LakeBusy, RemoteLock, local_lock
 from jobs.progress import log, stage
 from jobs.refresh_config import RefreshConfig, load_refresh_config
 from jobs.refresh_dedup import RefreshDedup, stored_raw, stored_rows
@@ -110,17 +110,16 @@ class RefreshRun(FilterRun):
         if not self.cfg.refresh.lake_dedup or stored is None:
             return dedup(decided, self.cfg)
         kept = {e.file_id for e in self.plan.kept}
-        self.redo = RefreshDedup(self.cfg, stored, kept, self.plan.removed)
-        with self.stage("normalize+rules+langid+dedup"):
-            marked = self.staged(self.redo.decide(with_dedup_keys(decided, self.cfg)),
-                                 "stage_dedup")
-            self.carried = self.redo.changed_files(marked)
-        rows = self.redo.new_rows(marked)
+        redo = RefreshDedup(self.cfg, stored, kept, self.plan.removed)
+        with self.stage("normalize+rules+langid+dedup"):  # staged: read three times below
+            marked = self.staged(redo.decide(with_dedup_keys(decided, self.cfg)), "stage_dedup")
+            self.carried = redo.changed_files(marked)
+        rows = redo.new_rows(marked)
         if not self.carried:
             return rows
         log(f"re-deciding the committed rows of {len(self.carried)} kept file(s) whose "
             "duplicates' survivors changed")
-        return rows.unionByName(self.redo.carried_rows(self.carried, marked, rows.columns))
+        return rows.unionByName(redo.carried_rows(self.carried, marked, rows.columns))
 
     def finish(self, rows_in: DataFrame, decided: DataFrame, raw: DataFrame) -> list[Flip]:
         """As a filter run's, with the carried files' committed raw rows counted in."""
@@ -288,11 +287,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        return exit_code(lambda: run(args))
-    except LakeBusy as busy:
-        print(f"sluice: {busy}", file=sys.stderr)
-        return BUSY_EXIT
+    return exit_code(lambda: run(args))  # a busy lake (LakeBusy) is one line, exit 75
 
 
 if __name__ == "__main__":

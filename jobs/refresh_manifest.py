@@ -289,9 +289,9 @@ class GzipCheck:
 
 def checksum(spark: SparkSession | None, file: SourceFile) -> str:
     """SHA-256 of the file's bytes (a Moses pair: both files'), read here on the driver; on
-    a remote file system the file system's own checksum where it has one (HDFS). A local
-    `.gz` file is decompressed on the way (CorruptSource when it is not whole): Spark would
-    fail the whole refresh halfway through it."""
+    a remote file system the file system's own checksum where it has one (HDFS). A `.gz`
+    file read here is decompressed on the way (CorruptSource when it is not whole: Spark
+    would fail the whole refresh halfway through it); one HDFS checksums is not."""
     digest = hashlib.sha256()
     for path in file.paths:
         if is_local_path(path):
@@ -311,12 +311,16 @@ def checksum(spark: SparkSession | None, file: SourceFile) -> str:
         if native is not None:
             digest.update(bytes(native.getBytes()))
             continue
-        stream = fs.open(hpath)
+        stream, check = fs.open(hpath), GzipCheck(path) if path.endswith(".gz") else None
         try:
             while chunk := bytes(stream.readNBytes(CHUNK)):
                 digest.update(chunk)
+                if check:
+                    check.feed(chunk)
         finally:
             stream.close()
+        if check:
+            check.finish()
     return "sha256:" + digest.hexdigest()
 
 

@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if args.run is not None:
         check_run_id(args.run)
     check_out(args.out)
-    spark, lake = open_lake_at("sluice-report", args.lake, args.database)
+    spark, lake = open_lake_at("sluice-report", args.lake, args.database,
+                               existing=True)
     started = time.monotonic()
     chosen = find_run(spark, lake, args.run, args.pair, args.corpus)
     log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")

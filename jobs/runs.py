@@ -92,8 +92,6 @@ def open_lake(app_name: str, cfg: JobConfig,
     return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, cfg.spark.conf, run_id)
 
 
-# Jobs that read or tidy an existing lake: a mistyped --lake must not become a new one.
-EXISTING_LAKE_ONLY = ("sluice-gc", "sluice-report")
 # What any lake that ever opened holds (a lake on a shared metastore has no metastore_db).
 LAKE_MARKS = ("metastore_db", "tables", "runs")
 
@@ -112,11 +110,13 @@ def check_lake_exists(root: str) -> None:
 
 
 def open_lake_at(app_name: str, root: str, database: str, conf: dict[str, str] | None = None,
-                 run_id: str | None = None) -> tuple[SparkSession, Lake]:
+                 run_id: str | None = None, existing: bool = False) -> tuple[SparkSession, Lake]:
     """The session and lake at `root`, with interrupted commits rolled forward and dead runs
     marked failed. On a local lake with the embedded metastore the job first takes the
-    lake's metastore lock (`run_id` names it to others); LakeBusy if another job has it."""
-    if app_name in EXISTING_LAKE_ONLY:
+    lake's metastore lock (`run_id` names it to others); LakeBusy if another job has it.
+    `existing`: a job that reads or tidies a lake (report, gc) refuses a root holding none,
+    so a mistyped --lake does not become a new, empty lake."""
+    if existing:
         check_lake_exists(root)
     log(f"{app_name}: starting Spark")
     spark = build_session(app_name, root, conf=conf, lock=True, run_id=run_id)
