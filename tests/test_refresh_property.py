@@ -173,3 +173,31 @@ def test_the_issue_sequence_loses_no_clean_pair(spark, tmp_path: Path,
     assert first <= {(r[7], r[8]) for r in lake.values() if r[4] == "clean"}
     ys = [r for r in lake.values() if r[2].endswith("y.tsv") and (r[7], r[8]) in first]
     assert {r[4] for r in ys} == {"clean"}  # carried: re-decided with the refresh
+
+
+def test_monolingual_duplicates_come_back_when_their_survivor_is_rewritten(
+        spark, tmp_path: Path, anki_pool: list[str]) -> None:
+    """The same for monolingual text (the `mono` table, score columns by their monolingual
+    names): y.txt repeats a.txt's first sentences, a.txt is rewritten, y's come back clean."""
+    english = [line.split("\t")[1] for line in anki_pool]
+    sources = Sources(tmp_path / "src", anki_pool, random.Random(0))
+    a = sources.root / "crawl" / "a.txt"
+    sources.write(a, english[:30])
+    path = tmp_path / "mono.yaml"
+    path.write_text(f"lang: en\nlake: {{root: {tmp_path / 'mono'}, database: prop_mono_"
+                    f"{next(LAKES)}}}\nsources:\n  - {{corpus: crawl, path: {a.parent}, "
+                    "format: text}\n", encoding="utf-8")
+    run_refresh(spark, path, "m-1")
+    sources.write(a.parent / "y.txt", english[:10])
+    run_refresh(spark, path, "m-2")
+    sources.write(a, english[40:50] + english[10:30])
+    run_refresh(spark, path, "m-3")
+    table = ds.dataset(tmp_path / "mono" / "tables" / "mono", partitioning="hive").to_table(
+        columns=["row_id", "file", "text", "outcome", "reject_rule", "dup_of"]).to_pylist()
+    by_id = {r["row_id"]: r for r in table}
+    assert len(by_id) == 10 + 30
+    ys = [r for r in table if r["file"].endswith("y.txt")]
+    assert sum(r["outcome"] == "clean" for r in ys) >= 8  # they were all `duplicate`
+    for r in table:
+        if r["reject_rule"] == "duplicate":
+            assert by_id[r["dup_of"]]["outcome"] == "clean"
