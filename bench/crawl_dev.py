@@ -62,10 +62,14 @@ sys.path.insert(0, str(REPO))
 DEV = REPO / "tests/data/labelled/opennmt-toy-ende-400.tsv"
 PAIR, DB = "en-de", "crawl_dev"
 # The order they run in (align before align_ref: align would fall back to a saved aligner).
-RUNS = ("default", "embed", "align", "align_ref", "pair_score", "pair_score_only")
+RUNS = ("default", "embed", "align", "align_ref", "pair_score", "pair_score_only", "full",
+        "full_model_threshold", "full_gated")
 LABELS = ("valid", "wrong_language", "misaligned", "mt", "other")
 BAD = LABELS[1:]
-ALIGNER, MODEL = "newstest-en-de", "newstest-en-de"
+ALIGNER, MODEL, FULL_MODEL = "newstest-en-de", "newstest-en-de", "newstest-en-de-full"
+# The scorers of the issue's evaluation: a reference aligner, embeddings with margin_k 4.
+FULL_SETS = ["align.enabled=true", f"align.reference={ALIGNER}", "embedding.enabled=true",
+             "embedding.margin_k=4"]
 SCORER_COLUMNS = ("embed_cosine", "embed_margin", "align_coverage", "align_fwd_logprob",
                   "align_rev_logprob", "pair_score")
 RESAMPLES, SEED = 1000, 23
@@ -166,6 +170,8 @@ def train_aligner(spark: Any, root: Path, data: Path) -> str:
                      strict=True)
     pairs = list(dict.fromkeys((s, t) for s, t in pairs if s.strip() and t.strip()))
     store = AlignerStore(Lake(spark, str(root), DB), PAIR)
+    if ALIGNER in store.names():  # a kept --work: trained before
+        return f"{ALIGNER}, trained before in this --work"
     cfg = load_config(None, [], {"pair": PAIR})
     about = {"name": ALIGNER, "run_id": None, "source": f"{folder}/newstest*, distinct"}
     store.save(ALIGNER, lambda out: train_alignment(pairs, *cfg.langs, out, about))
@@ -182,11 +188,37 @@ def train_pair_score(spark: Any, root: Path, data: Path, n_pairs: int) -> dict[s
 
     cfg = load_config(None, ["embedding.enabled=true"], {"pair": PAIR})
     pairs = spread(newstest(data, PAIR, range(2017, 2020)), n_pairs)
-    model = train(spark, cfg, pairs)
+    model = train(spark, cfg, [(s, t, None, None) for s, t in pairs])
     save(Lake(spark, str(root), DB), PAIR, MODEL,
          {**model, "source": f"newstest {PAIR} 2017-2019, {len(pairs)} pairs"})
     return {"train_pairs": len(pairs), "features": model["features"],
             "threshold": model["threshold"], "held_apart": model["held_apart"]}
+
+
+def train_full_model(root: Path, data: Path, work: Path) -> dict[str, Any]:
+    """The issue's evaluation set-up: `jobs/train_pair_score.py --input` on newstest en-de
+    2014-2019 (the years' files one after another, so each line's neighbour is its
+    document's next sentence), the reference aligner and embeddings (margin_k 4) on."""
+    from jobs.train_pair_score import main
+
+    src, tgt = PAIR.split("-")
+    folder = data / "bitext/newstest" / PAIR
+    for lang in (src, tgt):
+        text = "".join((folder / f"newstest{y}.{lang}").read_text("utf-8") for y in
+                       range(2014, 2020))
+        (work / f"newstest-2014-2019.{lang}").write_text(text, "utf-8")
+    argv = ["--config", str(REPO / "conf/defaults.yaml"), "--name", FULL_MODEL,
+            "--lake", str(root), "--input", str(work / f"newstest-2014-2019.{src}"),
+            str(work / f"newstest-2014-2019.{tgt}"), "--set", f"pair={PAIR}",
+            "--set", f"lake.database={DB}"]
+    for s in FULL_SETS:
+        argv += ["--set", s]
+    manifest = root / f"models/pair_score/{PAIR}/{FULL_MODEL}/manifest.json"
+    if not manifest.exists() and main(argv) != 0:  # exists: a kept --work trained it before
+        raise SystemExit("training the full pair_score failed")
+    model = json.loads(manifest.read_text())
+    return {k: model[k] for k in ("train_pairs", "features", "weights", "threshold",
+                                  "threshold_floor", "clean_quantiles", "held_apart")}
 
 
 def run_sets(run: str) -> list[str]:
@@ -200,6 +232,13 @@ def run_sets(run: str) -> list[str]:
         # The cosine gate off: pair_score decides alone and is computed on every rule survivor.
         "pair_score_only": ["embedding.enabled=true", "embedding.min_cosine=-1",
                             "pair_score.enabled=true", f"pair_score.model={MODEL}"],
+        # The issue's evaluation: align + embedding (margin_k 4) + pair_score, defaults.
+        "full": [*FULL_SETS, "pair_score.enabled=true", f"pair_score.model={FULL_MODEL}"],
+        "full_model_threshold": [*FULL_SETS, "pair_score.enabled=true",
+                                 f"pair_score.model={FULL_MODEL}", "pair_score.fit_to_run=false"],
+        # align's and embedding's own cut-offs applied too, as before pair_score.decides_alone
+        "full_gated": [*FULL_SETS, "pair_score.enabled=true", f"pair_score.model={FULL_MODEL}",
+                       "pair_score.decides_alone=false"],
     }[run]
 
 
@@ -207,7 +246,8 @@ def filter_run(run: str, tsv: Path, root: Path) -> int:
     from jobs.filter import main
 
     argv = ["--pair", PAIR, "--corpus", run, "--input", str(tsv), "--format", "tsv",
-            "--lake", str(root), "--run-id", f"crawl-dev-{run}", "--set", f"lake.database={DB}"]
+            "--lake", str(root), "--run-id", f"crawl-dev-{run}-{time.time_ns()}",
+            "--set", f"lake.database={DB}"]
     for s in run_sets(run):
         argv += ["--set", s]
     return main(argv)
@@ -376,6 +416,10 @@ def main() -> None:
                 entry["aligner"] = train_aligner(spark, root, args.data)
             if run.startswith("pair_score") and "model" not in results:
                 results["model"] = train_pair_score(spark, root, args.data, args.train_pairs)
+            if run.startswith("full") and "full_model" not in results:
+                if "align_ref" not in wanted:
+                    entry["aligner"] = train_aligner(spark, root, args.data)
+                results["full_model"] = train_full_model(root, args.data, work)
             entry["train_seconds"] = round(time.time() - t0, 1)
             code = filter_run(run, tsv, root)
             if code != 0:

@@ -351,6 +351,9 @@ class PairScoreConf(Strict):
     enabled: bool
     model: str  # a name in <lake>/models/pair_score/<pair>/, or `latest`
     min_score: float | None = Field(None, ge=0, le=1)  # None: the model's calibrated threshold
+    decides_alone: bool  # align/embedding score but do not reject: the model weighs them
+    fit_to_run: bool  # move the model's threshold to each corpus's scores (pair_score_stage)
+    fit_min_rows: int = Field(ge=1)  # a corpus with fewer scored rows keeps the model's
 
     _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
 

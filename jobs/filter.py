@@ -34,7 +34,7 @@ from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.layout import Layout
 from jobs.models import AlignerStore, for_executors
 from jobs.pair_score_model import load as load_pair_score_model
-from jobs.pair_score_stage import pair_score_stage, threshold
+from jobs.pair_score_stage import pair_score_stage
 from jobs.pair_scores import align_stage, check_aligner, choose_aligner, embed_stage
 from jobs.progress import log, stage
 from jobs.runs import exit_code, new_run_id, open_lake, run_and_commit
@@ -174,8 +174,11 @@ class FilterRun:
             model = for_executors(self.spark, enc.model, f"{cfg.embedding.encoder} encoder")
             decided = embed_stage(decided, cfg, model)
         if cfg.pair_score.enabled:
-            decided, model = pair_score_stage(decided, cfg, self.lake)
-            log(f"pair_score (model {model['name']}, threshold {threshold(cfg, model):.3f})")
+            if cfg.align.enabled or cfg.embedding.enabled:  # the threshold's fit reads them
+                with self.stage("embeddings" if cfg.embedding.enabled else "word alignment"):
+                    decided = self.staged(decided, "stage_scores")
+            log(f"pair_score (model {cfg.pair_score.model})")
+            decided, _ = pair_score_stage(decided, cfg, self.lake)
         return decided
 
     def execute(self, raw: DataFrame) -> list[Flip]:
@@ -195,11 +198,12 @@ class FilterRun:
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
         scorers = (self.cfg.align.enabled or self.cfg.embedding.enabled
                    or self.cfg.pair_score.enabled)
-        last = "embeddings" if self.cfg.embedding.enabled else "write"
+        last = ("pair_score" if self.cfg.pair_score.enabled
+                else "embeddings" if self.cfg.embedding.enabled else "write")
         with self.stage(last if scorers else "normalize+rules+langid+dedup"):
             parts = [key, "corpus", "outcome", *self.source_cols]
             decided = self.staged(lay.outward(decided), lay.prefix, parts)
-        for step in ("stage_rules", "stage_align"):  # the pair scorers' inputs, if staged
+        for step in ("stage_rules", "stage_align", "stage_scores"):  # the scorers' staged inputs
             self.lake.delete(f"{self.dir}/{step}")
         return self.finish(raw, decided, lay.outward(raw))
 

@@ -27,7 +27,10 @@ from typing import Any
 
 from jobs.config import ConfigError
 
-# How clean pairs are turned into bad ones (target side unless said otherwise).
+# How clean pairs are turned into bad ones (target side unless said otherwise). The first six
+# are a pair's own damage; the last four are near misses, as bicleaner-ai makes them: a crawl's
+# misaligned pairs are mostly a document's other sentences, or one side holding a sentence
+# more, not random pairs (bench/crawl_dev.py measures what they buy on real crawl pairs).
 NEGATIVE_KINDS = (
     "misaligned",  # the target of another pair
     "truncated",  # the target cut to its first 30-60%
@@ -35,9 +38,15 @@ NEGATIVE_KINDS = (
     "copied",  # the source copied into the target
     "half_translated",  # the target's first half, then the source's second half
     "dropped_span",  # a third to a half of the target removed from its middle
+    "neighbour",  # the target of the next pair in its document (its input file's next line)
+    "fuzzy",  # the other target most alike in character n-grams (shared names, numbers)
+    "extended",  # the target, then its document neighbour's target: one sentence too many
+    "src_extended",  # the source, then its document neighbour's source; the target as it is
 )
 CHARACTER_LANGS = frozenset({"zh", "ja", "th", "lo", "km", "my"})  # cut by characters
 KEEP_VALID = 0.95  # the default threshold keeps this share of held-apart clean pairs
+KEEP_VALID_FLOOR = 0.99  # a threshold fitted to a run never goes below the one keeping this
+FIT_QUANTILES = (0.5, 0.75)  # held-apart clean scores' quantiles kept; a run fits at the first
 MODEL_STORE = "models/pair_score"
 
 
@@ -50,14 +59,20 @@ def _cut(text: str, lang: str, start: float, end: float) -> str:
     return sep.join(units[int(len(units) * start): int(len(units) * end)])
 
 
-def negatives(pairs: list[tuple[str, str]], src_lang: str, tgt_lang: str,
-              seed: int = 13) -> list[tuple[str, str, str]]:
-    """(src, tgt, kind) for each pair and each kind, made deterministically from `pairs`."""
+def negatives(pairs: list[tuple[str, str]], src_lang: str, tgt_lang: str, seed: int = 13,
+              neighbours: list[tuple[str, str] | None] | None = None
+              ) -> list[tuple[str, str, str]]:
+    """(src, tgt, kind) for each pair and each kind, made deterministically from `pairs`.
+    `neighbours[i]` is pair i's document neighbour (the next line of its input), None where it
+    has none; where none is known, its fuzzy match stands in."""
     rng = random.Random(seed)
     n = len(pairs)
+    fuzzy = nearest_targets([t for _, t in pairs])
     out = []
     for i, (src, tgt) in enumerate(pairs):
         other = pairs[(i + 1 + rng.randrange(max(n - 1, 1))) % n] if n > 1 else pairs[i]
+        close = pairs[fuzzy[i]]
+        near = (neighbours[i] if neighbours else None) or close
         units, sep = _units(tgt, tgt_lang)
         keep = rng.uniform(0.3, 0.6)
         drop_from = rng.uniform(0.2, 0.4)
@@ -73,9 +88,39 @@ def negatives(pairs: list[tuple[str, str]], src_lang: str, tgt_lang: str,
             "half_translated": half,
             "dropped_span": sep.join(units[: int(len(units) * drop_from)]
                                      + units[int(len(units) * drop_to):]),
+            "neighbour": near[1],
+            "fuzzy": close[1],
+            "extended": _join(tgt, near[1], tgt_lang),
+            "src_extended": _join(src, near[0], src_lang),
         }
-        out += [(src, made[kind], kind) for kind in NEGATIVE_KINDS]
+        out += [(made[kind] if kind == "src_extended" else src,
+                 tgt if kind == "src_extended" else made[kind], kind)
+                for kind in NEGATIVE_KINDS]
     return out
+
+
+def _join(first: str, second: str, lang: str) -> str:
+    return first + ("" if lang in CHARACTER_LANGS else " ") + second
+
+
+def nearest_targets(texts: list[str], block: int = 2048) -> list[int]:
+    """For each text, the index of the most alike other text (cosine of character 3-4-gram
+    TF-IDF vectors, scikit-learn), never one with the same text; itself when there is none."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if len(set(texts)) < 2:
+        return list(range(len(texts)))
+    vectors = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 4),
+                              sublinear_tf=True).fit_transform(texts)
+    ids = np.unique(np.asarray(texts, dtype=object), return_inverse=True)[1]
+    found = []
+    for start in range(0, len(texts), block):  # a block of rows at a time bounds the memory
+        sims = (vectors[start:start + block] @ vectors.T).toarray()
+        sims[ids[start:start + block, None] == ids[None, :]] = -1.0  # itself and its copies
+        best = sims.argmax(axis=1)
+        found += [int(j) if sims[k, j] > -1.0 else start + k for k, j in enumerate(best)]
+    return found
 
 
 def auc(scores_pos: list[float], scores_neg: list[float]) -> float:

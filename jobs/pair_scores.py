@@ -14,21 +14,23 @@ from jobs.config import FilterConfig
 from jobs.lake import Lake
 from jobs.models import AlignerStore
 from jobs.progress import log
-from jobs.stages import ALIGN_RULE, alive, embed_rules, reject_where
+from jobs.scorer_rules import scorer_rules
+from jobs.stages import alive, reject_where
 
 
-def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, str]]:
-    """Up to `n` alive pairs, drawn uniformly: the `n` with the smallest seeded hash of their
-    text, in that order. A pair's hash depends on its text alone, so the sample is the same
-    however the rows are partitioned (`sample()` draws per partition with the partition's
-    index in its seed, and `limit()` keeps whichever rows come first), and it does not hinge
-    on row ids (those hash the input's path)."""
-    pairs = df.where(alive()).select("src", "tgt")
+def training_sample(df: DataFrame, n: int, seed: int = 13,
+                    columns: tuple[str, ...] = ("src", "tgt")) -> list[tuple]:
+    """Up to `n` alive pairs (their `columns`), drawn uniformly: the `n` with the smallest
+    seeded hash of their text, in that order. A pair's hash depends on its text alone, so the
+    sample is the same however the rows are partitioned (`sample()` draws per partition with
+    the partition's index in its seed, and `limit()` keeps whichever rows come first), and it
+    does not hinge on row ids (those hash the input's path)."""
+    pairs = df.where(alive()).select(*columns)
     total = pairs.count()
     if total == 0:
         return []
     ranked = pairs.withColumn("_rank", F.xxhash64(F.lit(seed), "src", "tgt"))
-    order = ["_rank", "src", "tgt"]
+    order = ["_rank", *columns]
     fraction = 1.2 * n / total  # a little over n: the share under a threshold varies
     if fraction < 1:
         # The rows below a hash threshold are a prefix of the hash order: with at least n of
@@ -36,9 +38,9 @@ def training_sample(df: DataFrame, n: int, seed: int = 13) -> list[tuple[str, st
         below = min(-(1 << 63) + int(fraction * (1 << 64)), (1 << 63) - 1)
         rows = ranked.where(F.col("_rank") < below).orderBy(*order).limit(n).collect()
         if len(rows) == n:
-            return [(r.src, r.tgt) for r in rows]
+            return [tuple(r[c] for c in columns) for r in rows]
     rows = ranked.orderBy(*order).limit(n).collect()
-    return [(r.src, r.tgt) for r in rows]
+    return [tuple(r[c] for c in columns) for r in rows]
 
 
 def choose_aligner(
@@ -115,22 +117,19 @@ def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> Data
     if model_dir is None:  # no row survived to be scored, or no aligner (choose_aligner)
         return df.withColumns({c: F.lit(None).cast("double") for c in SCORE_COLUMNS})
     df = add_alignment_scores(df, model_dir, src_lang, tgt_lang, alive())
-    low = F.col("align_coverage") < cfg.align.min_coverage_for(cfg.pair)
-    return reject_where(df, low, *ALIGN_RULE)
+    for unit in scorer_rules(cfg, "align"):
+        df = reject_where(df, unit.failing(cfg), unit.stage, unit.rule)
+    return df
 
 
 def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     """`model` is the encoder's model path as the executors see it."""
-    from udfs.embed import COSINE, MARGIN, EncoderSpec, add_embedding_scores
+    from udfs.embed import EncoderSpec, add_embedding_scores
 
     emb = cfg.embedding
     enc = emb.chosen
     spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
     df = add_embedding_scores(df, spec, alive(), emb.margin_k)
-    for rule in embed_rules(cfg):  # the cosine, then the margin when it has a threshold
-        if rule == "embed_cosine":
-            low = F.col(COSINE) < enc.min_cosine_for(cfg.pair)
-        else:
-            low = F.col(MARGIN) < enc.min_margin
-        df = reject_where(df, low, "embed", rule)
+    for unit in scorer_rules(cfg, "embed"):  # the cosine, then the margin where it has one
+        df = reject_where(df, unit.failing(cfg), unit.stage, unit.rule)
     return df

@@ -51,19 +51,12 @@ from jobs.filter import FilterRun
 from jobs.lake import Flip, Lake, check_run_id, sql_string
 from jobs.layout import MONO_RENAMES, Layout
 from jobs.pair_score_model import load as load_pair_score_model
+from jobs.pair_score_stage import THRESHOLD_COLUMN, fits
 from jobs.pair_score_stage import threshold as pair_score_threshold
 from jobs.progress import log
 from jobs.runs import new_run_id, open_lake, run_and_commit
-from jobs.stages import (
-    ALIGN_RULE,
-    PAIR_SCORE_RULE,
-    alive,
-    dedup,
-    embed_rules,
-    first_failure,
-    reject_where,
-    score_columns,
-)
+from jobs.scorer_rules import scorer_rules
+from jobs.stages import alive, dedup, first_failure, reject_where, score_columns
 from udfs import rules as registry
 from udfs.rules import monolingual_names
 
@@ -187,23 +180,11 @@ def decide_rules(df: DataFrame, cfg: FilterConfig) -> DataFrame:
 Decision = tuple[str, Column, str, str]  # scorer, failing, reject_stage, reject_rule
 
 
-def scorer_decisions(cfg: FilterConfig, pair_score_min: float | None) -> list[Decision]:
-    """(scorer, failing, stage, rule) in funnel order: the comparisons jobs/pair_scores.py and
-    jobs/pair_score_stage.py make after scoring, on the stored scores."""
-    out = []
-    if cfg.align.enabled:
-        low = F.col("align_coverage") < cfg.align.min_coverage_for(cfg.pair)
-        out.append(("align", low, *ALIGN_RULE))
-    enc = cfg.embedding.chosen if cfg.embedding.enabled else None
-    for rule in embed_rules(cfg):
-        if rule == "embed_cosine":
-            low = F.col("embed_cosine") < enc.min_cosine_for(cfg.pair)
-        else:
-            low = F.col("embed_margin") < enc.min_margin
-        out.append(("embed", low, "embed", rule))
-    if pair_score_min is not None:
-        out.append(("pair_score", F.col("pair_score") < pair_score_min, *PAIR_SCORE_RULE))
-    return out
+def scorer_decisions(cfg: FilterConfig, pair_score_min: Column | None) -> list[Decision]:
+    """(scorer stage, failing, stage, rule) in funnel order: the scorer units' comparisons
+    (jobs/scorer_rules.py), on the stored scores."""
+    return [(u.stage, u.failing(cfg, pair_score_min if u.rule == "pair_score" else None),
+             u.stage, u.rule) for u in scorer_rules(cfg)]
 
 
 class RedecideRun(FilterRun):
@@ -214,17 +195,25 @@ class RedecideRun(FilterRun):
         super().__init__(spark, lake, cfg, run_id)
         self.source = source
 
-    def pair_score_min(self) -> float | None:
+    def pair_score_min(self, stored: DataFrame) -> Column | None:
+        """The pair_score threshold: pair_score.min_score where given; else, where the source
+        run fitted its thresholds to its corpora, the one each row was judged by (stored; a
+        re-decide does not fit them again); else the model's."""
         if not self.cfg.pair_score.enabled:
             return None
         model = load_pair_score_model(self.lake, self.cfg.pair, self.cfg.pair_score.model)
-        return pair_score_threshold(self.cfg, model)
+        if fits(self.cfg, model) and THRESHOLD_COLUMN in stored.columns:
+            return F.col(THRESHOLD_COLUMN)
+        return F.lit(pair_score_threshold(self.cfg, model))
 
     def decide(self, stored: DataFrame) -> DataFrame:
         cfg = self.cfg
         df = stored.withColumn(WAS, F.col("reject_stage"))
         df = dedup(decide_rules(df, cfg), cfg)
-        decisions = scorer_decisions(cfg, self.pair_score_min())
+        cut = self.pair_score_min(stored)
+        if cut is not None and THRESHOLD_COLUMN in df.columns:  # the threshold now applied
+            df = df.withColumn(THRESHOLD_COLUMN, F.when(F.col("pair_score").isNotNull(), cut))
+        decisions = scorer_decisions(cfg, cut)
         if decisions:  # staged: each scorer's check counts rows, which would redo the dedup
             with self.stage("rules+dedup"):
                 df = self.staged(df, "stage_rules")

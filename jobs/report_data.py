@@ -241,7 +241,7 @@ class RunScores:
         langs = (self.cfg.lang, self.cfg.lang) if self.cfg.mono else tuple(pair.split("-", 1))
         found = rule_thresholds(self.cfg.rules_run, self.cfg.rule_settings, langs,  # type: ignore[arg-type]
                                 self.cfg.mono)
-        found.update(scorer_thresholds(self.cfg.resolved(), pair, self.pair_score_threshold))
+        found.update(scorer_thresholds(self.cfg, self.pair_score_threshold))
         return found
 
     def alive_at(self, rule: str) -> Column:
@@ -424,6 +424,26 @@ def pair_score_model_threshold(lake: Lake, run: Run) -> float | None:
         return None
 
 
+def pair_score_run_threshold(lake: Lake, run: Run, rows: DataFrame,
+                             notes: list[str]) -> float | None:
+    """The pair_score threshold the run's rows were judged by: stored with them where the run
+    fitted it to its corpora (one value, or the model's with a note when they differ), else
+    the model's (`pair_score_model_threshold`)."""
+    from jobs.pair_score_stage import THRESHOLD_COLUMN
+
+    if THRESHOLD_COLUMN not in rows.columns:
+        return pair_score_model_threshold(lake, run)
+    found = (rows.where(F.col(THRESHOLD_COLUMN).isNotNull())
+             .groupBy("corpus").agg(F.min(THRESHOLD_COLUMN).alias("t")).collect())
+    values = {r.corpus: r.t for r in found}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    if values:
+        notes.append("pair_score thresholds fitted per corpus: " + ", ".join(
+            f"{c} {t:.3f}" for c, t in sorted(values.items())) + "; the model's is drawn.")
+    return pair_score_model_threshold(lake, run)
+
+
 def collect_report(spark: SparkSession, lake: Lake, run: Run) -> ReportData:
     notes: list[str] = []
     funnel = funnel_rows(spark, lake, run.run_id)
@@ -441,7 +461,7 @@ def collect_report(spark: SparkSession, lake: Lake, run: Run) -> ReportData:
         notes.append(f"The lake has no {layout.prefix} table.")
         return empty
     df = decided.where(F.col("run_id") == run.run_id)
-    scores = RunScores(df, layout.key, cfg, funnel, pair_score_model_threshold(lake, run))
+    scores = RunScores(df, layout.key, cfg, funnel, pair_score_run_threshold(lake, run, df, notes))
     in_lake = scores.rows_in_lake()
     for pair, corpus in sorted(corpora):
         if not in_lake.get((pair, corpus)):

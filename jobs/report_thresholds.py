@@ -7,7 +7,8 @@ setting cuts which score, so the link is read off the names: a setting `max_X` c
 is the column's name with or without its side prefix (`src_tokens` -> `tokens`). A setting
 `<name>_by_lang` overrides it for a side of that language. A score matching no setting (or
 cut by a length-dependent threshold, like langid's `lang_prob`) gets none. The pair scorers'
-thresholds (align, embed, pair_score) live in their own config sections and are listed here.
+thresholds (align, embed, pair_score) are read from their units (jobs/scorer_rules.py), which
+name their settings.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jobs.config import FilterConfig
+from jobs.scorer_rules import scorer_rules
 from udfs.rules import Range, RowScore, Rule
 
 Kind = Literal["max", "min", "range"]
@@ -131,39 +134,17 @@ def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: t
     return found
 
 
-def scorer_thresholds(config: Mapping[str, Any], pair: str,
-                      pair_score_model_threshold: float | None) -> dict[str, Threshold]:
-    """The pair scorers' thresholds from a resolved filter config (the `runs` table's JSON)."""
+def scorer_thresholds(cfg: FilterConfig,
+                      pair_score_threshold: float | None) -> dict[str, Threshold]:
+    """The pair scorers' thresholds, from their units (jobs/scorer_rules.py); pair_score's is
+    `pair_score.min_score` or else `pair_score_threshold` (the model's, or the run's fit)."""
     found: dict[str, Threshold] = {}
-    align = config.get("align") or {}
-    if align.get("enabled"):
-        by_pair = align.get("min_coverage_by_pair") or {}
-        key = "align.min_coverage_by_pair" if pair in by_pair else "align.min_coverage"
-        found["align_coverage"] = Threshold(key, "align_coverage", "min",
-                                            float(by_pair.get(pair, align["min_coverage"])),
-                                            ("align_coverage",))
-    emb = config.get("embedding") or {}
-    if emb.get("enabled"):
-        name = emb["encoder"]
-        enc = emb["encoders"][name]
-        by_pair = enc.get("min_cosine_by_pair") or {}
-        key = f"embedding.encoders.{name}.min_cosine" + ("_by_pair" if pair in by_pair else "")
-        found["embed_cosine"] = Threshold(key, "embed_cosine", "min",
-                                          float(by_pair.get(pair, enc["min_cosine"])),
-                                          ("embed_cosine",))
-        if emb.get("margin_k", 0) > 0 and enc.get("min_margin") is not None:
-            found["embed_margin"] = Threshold(f"embedding.encoders.{name}.min_margin",
-                                              "embed_margin", "min", float(enc["min_margin"]),
-                                              ("embed_margin",))
-    ps = config.get("pair_score") or {}
-    if ps.get("enabled"):
-        value = ps.get("min_score")
-        key = "pair_score.min_score"
-        if value is None:
-            value, key = pair_score_model_threshold, "pair_score (the model's threshold)"
+    for unit in scorer_rules(cfg):
+        key, value = unit.setting(cfg)
+        if value is None and unit.rule == "pair_score":
+            key, value = "pair_score (the run's threshold)", pair_score_threshold
         if value is not None:
-            found["pair_score"] = Threshold(key, "pair_score", "min", float(value),
-                                            ("pair_score",))
+            found[unit.score] = Threshold(key, unit.rule, "min", float(value), (unit.score,))
     return found
 
 

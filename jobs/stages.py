@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.config import FilterConfig, NormalizeConf
+from jobs.scorer_rules import scorer_rules
 from udfs import normalize as N
 from udfs import rules as registry
 from udfs.dedup import dedup_key
@@ -19,8 +20,6 @@ from udfs.sides import SIDE_SCHEMA, SideOptions, side_analyzer
 
 CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
-ALIGN_RULE = ("align", "align_coverage")
-PAIR_SCORE_RULE = ("pair_score", "pair_score")
 
 
 def alive() -> Column:
@@ -203,14 +202,8 @@ def _mark_duplicates(df: DataFrame, rule: str, key_hash: Column) -> DataFrame:
     return reject_where(df, is_dup, "dedup", rule).drop("_survivor")
 
 
-def embed_rules(cfg: FilterConfig) -> list[str]:
-    """The embedding scorer's rules (jobs/pair_scores.py): the cosine, then with neighbours
-    (`margin_k`) and a threshold for it, the margin."""
-    emb = cfg.embedding
-    if not emb.enabled:
-        return []
-    margin = emb.margin_k > 0 and emb.chosen.min_margin is not None
-    return ["embed_cosine", "embed_margin"] if margin else ["embed_cosine"]
+def _scorer_steps(stage: str, cfg: FilterConfig) -> list[tuple[str, str]]:
+    return [(u.stage, u.rule) for u in scorer_rules(cfg, stage)]
 
 
 @dataclass(frozen=True)
@@ -232,9 +225,8 @@ STAGES: tuple[Stage, ...] = (
     # `rules.order` rejects a row, under the rule's own stage (udfs/rules.py).
     Stage("rules", lambda cfg: [(rule.stage, rule.name) for rule in cfg.rules_run]),
     Stage("dedup", lambda cfg: [("dedup", rule) for rule in dedup_rules(cfg)]),
-    Stage("align", lambda cfg: [ALIGN_RULE] if cfg.align.enabled else []),
-    Stage("embed", lambda cfg: [("embed", rule) for rule in embed_rules(cfg)]),
-    Stage("pair_score", lambda cfg: [PAIR_SCORE_RULE] if cfg.pair_score.enabled else []),
+    # The pair scorers, each rejecting by its units (jobs/scorer_rules.py).
+    *[Stage(name, partial(_scorer_steps, name)) for name in ("align", "embed", "pair_score")],
 )
 
 

@@ -28,12 +28,23 @@ from typing import Any  # noqa: E402
 
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.window import Window  # noqa: E402
 
 from jobs.config import ConfigError, FilterConfig, load_config  # noqa: E402
 from jobs.ingest import InputError  # noqa: E402
 from jobs.lake import check_name  # noqa: E402
 from jobs.models import AlignerStore, for_executors  # noqa: E402
-from jobs.pair_score_model import KEEP_VALID, auc, fit, model_dir, negatives, save  # noqa: E402
+from jobs.pair_score_model import (  # noqa: E402
+    FIT_QUANTILES,
+    KEEP_VALID,
+    KEEP_VALID_FLOOR,
+    NEGATIVE_KINDS,
+    auc,
+    fit,
+    model_dir,
+    negatives,
+    save,
+)
 from jobs.pair_scores import training_sample  # noqa: E402
 from jobs.progress import log  # noqa: E402
 from jobs.runs import exit_code, open_lake  # noqa: E402
@@ -57,6 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def read_moses(src: str, tgt: str) -> list[tuple[str, str]]:
+    """The file pair's lines, in order (empty pairs kept: they mark a document's gaps)."""
     sides = []
     for path in (src, tgt):
         try:
@@ -68,15 +80,31 @@ def read_moses(src: str, tgt: str) -> list[tuple[str, str]]:
             raise InputError(f"{path}: not UTF-8 (byte {err.start})") from None
     if len(sides[0]) != len(sides[1]):
         raise InputError(f"{src} has {len(sides[0])} lines, {tgt} {len(sides[1])}: not a pair")
-    return [(s, t) for s, t in zip(*sides, strict=True) if s.strip() and t.strip()]
+    return list(zip(*sides, strict=True))
+
+
+NEIGHBOURED = "src string, tgt string, next_src string, next_tgt string"
+
+
+def with_neighbours(lines: list[tuple[str, str]]) -> list[tuple[str, str, str | None,
+                                                              str | None]]:
+    """Each non-empty pair with the next line's pair (its document neighbour), None where the
+    next line is missing or has an empty side."""
+    out = []
+    for i, (src, tgt) in enumerate(lines):
+        if src.strip() and tgt.strip():
+            nxt = lines[i + 1] if i + 1 < len(lines) else ("", "")
+            ok = bool(nxt[0].strip() and nxt[1].strip())
+            out.append((src, tgt, nxt[0] if ok else None, nxt[1] if ok else None))
+    return out
 
 
 def positives(spark: SparkSession, cfg: FilterConfig, args: argparse.Namespace,
-              database: str) -> tuple[list[tuple[str, str]], str]:
-    """Up to --pairs clean pairs and where they came from."""
+              database: str) -> tuple[list[tuple[str, str, str | None, str | None]], str]:
+    """Up to --pairs clean pairs, each with its document neighbour (the next line of its file,
+    None where there is none), and where they came from."""
     if args.input:
-        pairs = read_moses(*args.input)
-        df = spark.createDataFrame(pairs, "src string, tgt string")
+        df = spark.createDataFrame(with_neighbours(read_moses(*args.input)), NEIGHBOURED)
         source = f"files {args.input[0]} {args.input[1]}"
     else:
         table = f"`{database}`.`bitext_clean`"
@@ -85,25 +113,33 @@ def positives(spark: SparkSession, cfg: FilterConfig, args: argparse.Namespace,
         df = spark.table(table).where(F.col("pair") == cfg.pair)
         if args.where:
             df = df.where(args.where)
+        # The neighbour is the next clean line of the same file (a rejected line between
+        # them leaves a gap of one or more, still the same document as often as not).
+        doc = Window.partitionBy("corpus", "file").orderBy("line")
+        df = df.select("src", "tgt", F.lead("src").over(doc).alias("next_src"),
+                       F.lead("tgt").over(doc).alias("next_tgt"))
         source = f"{table} pair {cfg.pair}" + (f" where {args.where}" if args.where else "")
-    sample = training_sample(df.select("src", "tgt").withColumn(
-        "reject_rule", F.lit(None).cast("string")), args.pairs)
+    sample = training_sample(df.withColumn("reject_rule", F.lit(None).cast("string")),
+                             args.pairs, columns=("src", "tgt", "next_src", "next_tgt"))
     if len(sample) < 50:
         raise InputError(f"{source}: {len(sample)} clean pairs; a pair_score needs at least 50")
     return sample, source
 
 
-def labelled(pairs: list[tuple[str, str]], cfg: FilterConfig) -> list[tuple[str, str, int, str,
-                                                                           bool]]:
+def labelled(pairs: list[tuple[str, str, str | None, str | None]], cfg: FilterConfig
+             ) -> list[tuple[str, str, int, str, bool]]:
     """(src, tgt, label, kind, held_apart): each pair and the negatives made from its part."""
     src_lang, tgt_lang = cfg.langs
-    parts: dict[bool, list[tuple[str, str]]] = {False: [], True: []}
-    for src, tgt in pairs:
-        parts[zlib.crc32(f"{src}\t{tgt}".encode()) % HELD_APART == 0].append((src, tgt))
+    parts: dict[bool, list[tuple[str, str, str | None, str | None]]] = {False: [], True: []}
+    for pair in pairs:
+        parts[zlib.crc32(f"{pair[0]}\t{pair[1]}".encode()) % HELD_APART == 0].append(pair)
     rows = []
     for held, part in parts.items():
-        rows += [(s, t, 1, "clean", held) for s, t in part]
-        rows += [(s, t, 0, kind, held) for s, t, kind in negatives(part, src_lang, tgt_lang)]
+        clean = [(s, t) for s, t, _, _ in part]
+        near = [(ns, nt) if ns is not None and nt is not None else None for _, _, ns, nt in part]
+        rows += [(s, t, 1, "clean", held) for s, t in clean]
+        rows += [(s, t, 0, kind, held)
+                 for s, t, kind in negatives(clean, src_lang, tgt_lang, neighbours=near)]
     return rows
 
 
@@ -147,40 +183,52 @@ def saved_aligner(lake: Any, cfg: FilterConfig) -> str | None:
     return store.path(store.resolve(cfg.align.reference))
 
 
-def train(spark: SparkSession, cfg: FilterConfig, pairs: list[tuple[str, str]],
+def train(spark: SparkSession, cfg: FilterConfig,
+          pairs: list[tuple[str, str, str | None, str | None]],
           aligner: str | None = None) -> dict[str, Any]:
-    """The model and its held-apart measurements."""
+    """The model and its held-apart measurements. `pairs`: clean pairs with their document
+    neighbours (`positives`). Fitted on the rows the config's rules keep, as a filter run
+    scores only those: a made pair that the rules reject (every copy, every wrong language)
+    would teach the model the rules' own work, and its weights would go to the copies'
+    artefacts instead of to what sets the survivors apart."""
     import numpy as np
 
     df = scored(spark, labelled(pairs, cfg), cfg, aligner)
     names = [n for n in available(df.columns)
              if not (n == "embed_margin" and cfg.embedding.margin_k == 0)]
-    table = df.select("label", "kind", "held_apart",
+    table = df.select("label", "kind", "held_apart", F.col("reject_rule").isNull().alias("alive"),
                       *[col.alias(name) for name, col in
                         feature_columns(names, rule_row(cfg)).items()]).toPandas()
     columns = [f"f_{n}" for n in names]
-    train_part, held = table[~table.held_apart], table[table.held_apart]
+    train_part = table[~table.held_apart & table.alive]
+    if train_part.label.nunique() < 2:
+        raise InputError("the rules reject every made pair (or every clean one): nothing to fit")
     model = fit(names, train_part[columns].to_numpy(dtype=float), train_part.label.to_numpy())
-
-    def scores(part) -> list[float]:
-        return [score_python(model, dict(zip(names, values, strict=True)))
-                for values in part[columns].itertuples(index=False)]
-
-    held_scores = np.array(scores(held))
-    pos = held_scores[held.label.to_numpy() == 1]
+    held = table[table.held_apart]
+    held_scores = np.array([score_python(model, dict(zip(names, values, strict=True)))
+                            for values in held[columns].itertuples(index=False)])
+    alive, kind = held.alive.to_numpy(), held.kind.to_numpy()
+    pos = held_scores[alive & (kind == "clean")]
     threshold = float(np.quantile(pos, 1 - KEEP_VALID))
     kinds = {}
-    for kind in sorted(set(held.kind) - {"clean"}):
-        neg = held_scores[held.kind.to_numpy() == kind]
-        kinds[kind] = {"auc": auc(list(pos), list(neg)),
-                       "rejected": float((neg < threshold).mean())}
-    neg_all = held_scores[held.label.to_numpy() == 0]
+    for name in sorted(set(kind) - {"clean"}):
+        neg = held_scores[alive & (kind == name)]
+        by_rules = 1 - float(alive[kind == name].mean())
+        kinds[name] = {"by_rules": by_rules,
+                       "auc": auc(list(pos), list(neg)) if len(neg) else None,
+                       "rejected": by_rules + (1 - by_rules) * float((neg < threshold).mean()
+                                                                     if len(neg) else 0.0)}
+    neg_all = held_scores[alive & (kind != "clean")]
     return {
         **model,
         "threshold": threshold,
+        # What a run fits its threshold with (jobs/pair_score_stage.py `fitted_threshold`).
+        "clean_quantiles": {str(q): float(np.quantile(pos, q)) for q in FIT_QUANTILES},
+        "threshold_floor": float(np.quantile(pos, 1 - KEEP_VALID_FLOOR)),
         "held_apart": {"clean_pairs": int(len(pos)), "auc": auc(list(pos), list(neg_all)),
                        "kept_clean": float((pos >= threshold).mean()), "kinds": kinds},
         "train_pairs": int((train_part.label == 1).sum()),
+        "negatives": list(NEGATIVE_KINDS),
         "align": cfg.align.enabled, "aligner": aligner,
         "embedding": cfg.embedding.enabled,
         "encoder": cfg.embedding.encoder if cfg.embedding.enabled else None,
@@ -192,7 +240,9 @@ def report(model: dict[str, Any]) -> str:
     lines = [f"held apart: {held['clean_pairs']} clean pairs, AUC {held['auc']:.3f}, threshold "
              f"{model['threshold']:.3f} keeps {held['kept_clean']:.1%}"]
     for kind, m in held["kinds"].items():
-        lines.append(f"  {kind:16} AUC {m['auc']:.3f}  rejected {m['rejected']:.1%}")
+        seen = "-" if m["auc"] is None else f"{m['auc']:.3f}"
+        lines.append(f"  {kind:16} by the rules {m['by_rules']:6.1%}  AUC of the rest {seen:5}  "
+                     f"rejected in all {m['rejected']:.1%}")
     lines.append("weights (standardized): " + ", ".join(
         f"{n} {w:+.2f}" for n, w in zip(model["features"], model["weights"], strict=True)))
     return "\n".join(lines)

@@ -26,6 +26,26 @@ def _abs_log_ratio(a: Column, b: Column) -> Column:
     return F.abs(F.log((a + 1.0) / (b + 1.0)))
 
 
+def _numbers(text: Column) -> Column:
+    return F.array_distinct(F.regexp_extract_all(text, F.lit(r"\d+"), 0))
+
+
+def number_mismatch(src: Column, tgt: Column) -> Column:
+    """1 - Jaccard of the two sides' digit runs; 0 where neither side has one. A document's
+    neighbouring sentences share names but seldom every number."""
+    both = F.size(F.array_union(_numbers(src), _numbers(tgt)))
+    shared = F.size(F.array_intersect(_numbers(src), _numbers(tgt)))
+    return F.when(both == 0, F.lit(0.0)).otherwise(1.0 - shared / both)
+
+
+# A sentence's end: a CJK full stop, or Latin end punctuation before a space or the end.
+SENTENCE_END = r"[。！？；]|[.!?;:](?=\s|$)"
+
+
+def sentence_ends(text: Column) -> Column:
+    return F.length(text) - F.length(F.regexp_replace(text, SENTENCE_END, ""))
+
+
 @dataclass(frozen=True)
 class Feature:
     name: str
@@ -53,6 +73,11 @@ FEATURES: tuple[Feature, ...] = (
     Feature("align_rev_logprob", ("align_rev_logprob",), lambda r: F.col("align_rev_logprob")),
     Feature("embed_cosine", ("embed_cosine",), lambda r: F.col("embed_cosine")),
     Feature("embed_margin", ("embed_margin",), lambda r: F.col("embed_margin")),
+    Feature("number_mismatch", ("src", "tgt"),
+            lambda r: number_mismatch(F.col("src"), F.col("tgt"))),
+    # One side holding a sentence more (a crawl's partial alignments).
+    Feature("sentence_end_diff", ("src", "tgt"),
+            lambda r: F.abs(sentence_ends(F.col("src")) - sentence_ends(F.col("tgt")))),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 

@@ -1,0 +1,49 @@
+"""The pair scorers' decisions are units (jobs/scorer_rules.py): the funnel's stages, the
+re-decide's comparisons and the report's thresholds all come from them, and agree."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.config import load_config
+from jobs.redecide import scorer_decisions
+from jobs.report_thresholds import scorer_thresholds
+from jobs.scorer_rules import SCORER_RULES
+from jobs.stages import rule_sequence
+
+ALL_ON = ["align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4",
+          "pair_score.enabled=true"]
+
+
+@pytest.mark.parametrize("pair", ["zh-en", "de-en"])
+def test_funnel_redecide_and_report_read_the_same_units(spark, pair: str) -> None:
+    cfg = load_config(None, [*ALL_ON, "pair_score.min_score=0.5"], {"pair": pair})
+    steps = [(u.stage, u.rule) for u in SCORER_RULES]
+    assert rule_sequence(cfg)[-len(steps):] == steps
+    assert [(stage, rule) for _, _, stage, rule in scorer_decisions(cfg, None)] == steps
+    found = scorer_thresholds(cfg, None)
+    enc = cfg.embedding.chosen
+    assert {col: t.value for col, t in found.items()} == {
+        "align_coverage": cfg.align.min_coverage_for(pair),
+        "embed_cosine": enc.min_cosine_for(pair),
+        "embed_margin": enc.min_margin,
+        "pair_score": 0.5,
+    }
+    # The setting a what-if changes names the key that holds the value for this pair.
+    by_pair = pair in enc.min_cosine_by_pair
+    assert found["embed_cosine"].setting.endswith("min_cosine_by_pair" if by_pair else
+                                                  "min_cosine")
+
+
+def test_a_scorer_off_or_without_a_threshold_decides_nothing(spark) -> None:
+    cfg = load_config(None, ["embedding.enabled=true", "pair_score.enabled=true"],
+                      {"pair": "zh-en"})
+    # margin_k 0: no margin rule; the pair_score's threshold is the model's, given by the run
+    from pyspark.sql import functions as F
+
+    decided = scorer_decisions(cfg, F.lit(0.7))
+    assert [r for _, _, _, r in decided] == ["embed_cosine", "pair_score"]
+    assert set(scorer_thresholds(cfg, None)) == {"embed_cosine"}
+    assert scorer_thresholds(cfg, 0.7)["pair_score"].value == 0.7
+    with pytest.raises(ValueError, match="decided by its model"):
+        SCORER_RULES[-1].failing(cfg)
