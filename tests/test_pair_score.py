@@ -113,16 +113,19 @@ def test_the_model_ranks_clean_pairs_above_made_bad_ones(trained) -> None:
     held = model["held_apart"]
     assert held["clean_pairs"] >= 250
     assert held["kept_clean"] == pytest.approx(0.95, abs=0.01)
-    assert held["auc"] >= 0.85  # measured 0.93
+    # Measured 0.85: the near misses (neighbour, fuzzy, misaligned: 0.68-0.70) need the pair
+    # scorers, off here; the rule scores see only their lengths.
+    assert held["auc"] >= 0.8
     kinds = held["kinds"]
     assert set(kinds) == set(NEGATIVE_KINDS)
     # The rules take every copy and wrong language; the model is fitted on what they keep.
     for kind in ("copied", "wrong_language"):
         assert kinds[kind]["by_rules"] == 1.0 and kinds[kind]["auc"] is None, kind
-    for kind in ("copied", "wrong_language", "truncated", "half_translated"):
-        assert kinds[kind]["rejected"] >= 0.5, kind  # measured 0.7-1.0
-    for kind in ("truncated", "half_translated"):
-        assert kinds[kind]["auc"] >= 0.85, kind  # measured 0.93-0.97
+    for kind in ("copied", "wrong_language", "truncated", "half_translated", "extended",
+                 "src_extended"):
+        assert kinds[kind]["rejected"] >= 0.9, kind  # measured 0.98-1.0
+    for kind in ("truncated", "half_translated", "extended", "src_extended"):
+        assert kinds[kind]["auc"] >= 0.95, kind  # measured 0.99-1.0
     # Without the pair scorers a sentence of the wrong pair is hard to tell: only its length.
     assert kinds["misaligned"]["auc"] >= 0.6  # measured 0.69
     quantiles = model["clean_quantiles"]
@@ -224,3 +227,57 @@ def test_number_and_sentence_features_on_real_pairs(spark) -> None:
         sentence_ends(F.col("tgt")).alias("tgt_ends")).collect()
     assert [r.numbers for r in got] == [0.0, 1.0, 0.0, 0.0, 0.0]
     assert [(r.src_ends, r.tgt_ends) for r in got] == [(1, 1), (1, 1), (1, 2), (1, 1), (0, 0)]
+
+
+def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trained,
+                                                                     tmp_path: Path) -> None:
+    """Three corpora in one run: real pairs, the same pairs with targets cut, and a handful of
+    pairs under pair_score.fit_min_rows. Each corpus gets one threshold, stored on its scored
+    rows: fitted (between the model's floor and its own threshold) where it has the rows, the
+    model's where not. A re-decide reads them back (same fates), and a min_score overrides."""
+    from jobs.filter import main
+
+    lake, model = trained
+    pairs = anki_pairs(330)
+    whole, few = pairs[:150], pairs[300:330]
+    cut = [(z, " ".join(e.split()[: max(1, len(e.split()) * 2 // 5)])) for z, e in pairs[150:300]]
+    inputs = []
+    for corpus, rows in (("whole", whole), ("cut", cut), ("few", few)):
+        tsv = tmp_path / f"{corpus}.tsv"
+        tsv.write_text("".join(f"{z}\t{e}\n" for z, e in rows), encoding="utf-8")
+        inputs.append(f"  - {{corpus: {corpus}, paths: [{tsv}]}}\n")
+    conf = tmp_path / "job.yaml"
+    conf.write_text(f"pair: zh-en\nlake: {{root: {lake}}}\ninputs:\n{''.join(inputs)}"
+                    "pair_score: {enabled: true, model: tatoeba, fit_min_rows: 50}\n")
+    assert main(["--config", str(conf), "--run-id", "fit-1"]) == 0
+
+    def fates(run_id: str) -> dict[int, tuple]:
+        query = ("SELECT row_id, corpus, reject_rule, pair_score, pair_score_threshold "
+                 f"FROM sluice.bitext WHERE run_id = '{run_id}'")
+        return {r.row_id: r for r in spark.sql(query).collect()}
+
+    first = fates("fit-1")
+    by_corpus: dict[str, set] = {}
+    for r in first.values():
+        assert (r.pair_score is None) == (r.pair_score_threshold is None)
+        if r.pair_score is not None:
+            by_corpus.setdefault(r.corpus, set()).add(r.pair_score_threshold)
+            assert (r.reject_rule == "pair_score") == (r.pair_score < r.pair_score_threshold)
+    assert all(len(values) == 1 for values in by_corpus.values())
+    fitted = {c: values.pop() for c, values in by_corpus.items()}
+    assert fitted["few"] == pytest.approx(model["threshold"])  # 30 rows: the model's own
+    for corpus in ("whole", "cut"):
+        assert model["threshold_floor"] <= fitted[corpus] <= model["threshold"]
+    assert fitted["cut"] < fitted["whole"]  # the cut corpus scores lower: moved further
+    # A re-decide with nothing changed keeps every fate, by the stored thresholds.
+    assert main(["--redecide", "fit-1", "--lake", str(lake), "--run-id", "fit-2"]) == 0
+    again = fates("fit-2")
+    assert {k: (r.reject_rule, r.pair_score_threshold) for k, r in again.items()} == \
+        {k: (r.reject_rule, r.pair_score_threshold) for k, r in first.items()}
+    # A min_score overrides the fitted thresholds, and is stored as the one applied.
+    assert main(["--redecide", "fit-2", "--lake", str(lake), "--run-id", "fit-3",
+                 "--set", "pair_score.min_score=0.9"]) == 0
+    for r in fates("fit-3").values():
+        if r.pair_score is not None:
+            assert r.pair_score_threshold == 0.9
+            assert (r.reject_rule == "pair_score") == (r.pair_score < 0.9)

@@ -17,7 +17,8 @@ ALL_ON = ["align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4"
 
 @pytest.mark.parametrize("pair", ["zh-en", "de-en"])
 def test_funnel_redecide_and_report_read_the_same_units(spark, pair: str) -> None:
-    cfg = load_config(None, [*ALL_ON, "pair_score.min_score=0.5"], {"pair": pair})
+    sets = [*ALL_ON, "pair_score.min_score=0.5", "pair_score.decides_alone=false"]
+    cfg = load_config(None, sets, {"pair": pair})
     steps = [(u.stage, u.rule) for u in SCORER_RULES]
     assert rule_sequence(cfg)[-len(steps):] == steps
     assert [(stage, rule) for _, _, stage, rule in scorer_decisions(cfg, None)] == steps
@@ -36,8 +37,8 @@ def test_funnel_redecide_and_report_read_the_same_units(spark, pair: str) -> Non
 
 
 def test_a_scorer_off_or_without_a_threshold_decides_nothing(spark) -> None:
-    cfg = load_config(None, ["embedding.enabled=true", "pair_score.enabled=true"],
-                      {"pair": "zh-en"})
+    cfg = load_config(None, ["embedding.enabled=true", "pair_score.enabled=true",
+                             "pair_score.decides_alone=false"], {"pair": "zh-en"})
     # margin_k 0: no margin rule; the pair_score's threshold is the model's, given by the run
     from pyspark.sql import functions as F
 
@@ -47,3 +48,17 @@ def test_a_scorer_off_or_without_a_threshold_decides_nothing(spark) -> None:
     assert scorer_thresholds(cfg, 0.7)["pair_score"].value == 0.7
     with pytest.raises(ValueError, match="decided by its model"):
         SCORER_RULES[-1].failing(cfg)
+
+
+def test_with_pair_score_deciding_alone_align_and_embedding_only_score(spark) -> None:
+    """The default: their scores are the model's features, their cut-offs reject nothing."""
+    alone = load_config(None, ALL_ON, {"pair": "de-en"})
+    assert alone.pair_score.decides_alone
+    assert [r for _, r in rule_sequence(alone)[-4:]][-1] == "pair_score"
+    assert not {"align_coverage", "embed_cosine", "embed_margin"} & {
+        r for _, r in rule_sequence(alone)}
+    from pyspark.sql import functions as F
+
+    assert [r for *_, r in scorer_decisions(alone, F.lit(0.5))] == ["pair_score"]
+    gated = load_config(None, [*ALL_ON, "pair_score.decides_alone=false"], {"pair": "de-en"})
+    assert [r for *_, r in scorer_decisions(gated, F.lit(0.5))] == [u.rule for u in SCORER_RULES]
