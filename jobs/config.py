@@ -459,6 +459,18 @@ def deep_merge(base: dict, override: dict) -> dict:
     return merged
 
 
+# Settings a run stored before they existed, as that version behaved: a run's stored config
+# is read with these filled in where it lacks them (report, re-decide), not today's defaults.
+BEFORE_THEY_EXISTED: dict = {
+    "pair_score": {"decides_alone": False, "fit_to_run": False, "fit_min_rows": 200},
+}
+
+
+def stored_filter_config(data: dict) -> dict:
+    """A `runs` row's resolved filter config, completed for settings added since it ran."""
+    return deep_merge(BEFORE_THEY_EXISTED, data) if "pair_score" in data else data
+
+
 def read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

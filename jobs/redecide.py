@@ -46,6 +46,7 @@ from jobs.config import (
     load_config,
     parse_override,
     read_yaml,
+    stored_filter_config,
 )
 from jobs.filter import FilterRun
 from jobs.lake import Flip, Lake, check_run_id, sql_string
@@ -68,7 +69,8 @@ DECISION_SETTINGS = (
     "align.enabled", "align.min_coverage", "align.min_coverage_by_pair*",
     "embedding.enabled", "embedding.encoders.*.min_cosine",
     "embedding.encoders.*.min_cosine_by_pair*", "embedding.encoders.*.min_margin",
-    "pair_score.enabled", "pair_score.min_score",
+    "pair_score.enabled", "pair_score.min_score", "pair_score.decides_alone",
+    "pair_score.fit_to_run",
 )
 SCORE_SETTINGS = ("rules.special_patterns*", "langid.model")  # feed a score, not a decision
 # The pair scorers in funnel order: the stages after which (as a row's original reject_stage)
@@ -131,7 +133,7 @@ def check_decidable(run_id: str, old: FilterConfig, new: FilterConfig) -> None:
 
 def new_config(args: argparse.Namespace, stored: dict, lake: dict) -> FilterConfig:
     """The stored config <- --config's own keys <- --set, on the lake the run was found in."""
-    data = stored
+    data = stored_filter_config(stored)
     if args.config:
         own = read_yaml(Path(args.config))
         own.pop("extends", None)
@@ -272,7 +274,7 @@ def redecide(args: argparse.Namespace) -> int:
                           else None)
     spark, lake = open_lake("sluice-redecide", located)
     record = find_run(lake, source)
-    old = FilterConfig.model_validate(json.loads(record.config))
+    old = FilterConfig.model_validate(stored_filter_config(json.loads(record.config)))
     cfg = new_config(args, json.loads(record.config), located.lake.model_dump())
     check_decidable(source, old, cfg)
 

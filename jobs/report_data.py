@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.config import ConfigError, FilterConfig
+from jobs.config import ConfigError, FilterConfig, stored_filter_config
 from jobs.lake import Lake
 from jobs.layout import Layout
 from jobs.report_thresholds import (
@@ -60,7 +60,7 @@ class Run:
     def filter_config(self) -> FilterConfig | None:
         """The resolved config as the filter read it; None if this version cannot read it."""
         try:
-            return FilterConfig.model_validate(self.config)
+            return FilterConfig.model_validate(stored_filter_config(self.config))
         except ValueError:
             return None
 

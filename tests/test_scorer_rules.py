@@ -62,3 +62,19 @@ def test_with_pair_score_deciding_alone_align_and_embedding_only_score(spark) ->
     assert [r for *_, r in scorer_decisions(alone, F.lit(0.5))] == ["pair_score"]
     gated = load_config(None, [*ALL_ON, "pair_score.decides_alone=false"], {"pair": "de-en"})
     assert [r for *_, r in scorer_decisions(gated, F.lit(0.5))] == [u.rule for u in SCORER_RULES]
+
+
+def test_a_run_stored_before_the_pair_score_settings_reads_as_it_ran(spark) -> None:
+    """A `runs` row written before decides_alone/fit_to_run existed: its align and embedding
+    cut-offs applied and its threshold was the model's, and the report and a re-decide must
+    read it so (not with today's defaults)."""
+    from jobs.config import FilterConfig, stored_filter_config
+
+    today = load_config(None, ALL_ON, {"pair": "de-en"}).resolved()
+    older = {**today, "pair_score": {k: v for k, v in today["pair_score"].items()
+                                     if k not in ("decides_alone", "fit_to_run",
+                                                  "fit_min_rows")}}
+    cfg = FilterConfig.model_validate(stored_filter_config(older))
+    assert not cfg.pair_score.decides_alone and not cfg.pair_score.fit_to_run
+    assert [r for _, r in rule_sequence(cfg)][-4:] == [u.rule for u in SCORER_RULES]
+    assert stored_filter_config(today) == today  # a run that stored them keeps its own
