@@ -32,18 +32,25 @@ import json
 import os
 import re
 import signal
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from jobs.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
+from jobs.lake_lock import CommitLock, LakeBusy, RemoteLock
 from jobs.progress import log
 from jobs.session import lake_uri
 from udfs.paths import is_local_path, local_path
 
 MARKER = "_sluice_run"
+COMMIT_WAIT_S = 600  # the longest a commit waits for another job's to finish
+# A remote lake's commit lock: rewritten this often, taken over when not rewritten for this long.
+COMMIT_HEARTBEAT_S, COMMIT_STALE_S = 5.0, 60.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,7 @@ class Lake:
         self._hconf = spark.sparkContext._jsc.hadoopConfiguration()
         self._escape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         self.torn: list[str] = []  # runs whose journals recover() quarantined
+        self._exclusive_depth = 0  # commit() inside recover() takes the lock once
         spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
 
     # -- paths ---------------------------------------------------------------------------
@@ -186,7 +194,45 @@ class Lake:
         return not found.isEmpty()
 
     # -- commit --------------------------------------------------------------------------
+    @contextmanager
+    def exclusive(self, run_id: str) -> Iterator[None]:
+        """Hold the lake's commit lock: commits and roll-forwards of jobs sharing the lake
+        (on a shared metastore) apply one after another, each whole, and no job rolls forward
+        a journal whose owner is still applying it (jobs/lake_lock.py CommitLock)."""
+        if self._exclusive_depth:
+            self._exclusive_depth += 1
+            try:
+                yield
+            finally:
+                self._exclusive_depth -= 1
+            return
+        lock: CommitLock | RemoteLock
+        if is_local_path(self.root):
+            lock = CommitLock(self.root)
+            lock.wait(run_id, COMMIT_WAIT_S)
+        else:
+            lock = RemoteLock(self, COMMIT_HEARTBEAT_S, COMMIT_STALE_S, name="commit")
+            deadline = time.monotonic() + COMMIT_WAIT_S
+            while True:
+                try:
+                    lock.acquire(run_id)
+                    break
+                except LakeBusy:
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(1.0)
+        self._exclusive_depth = 1
+        try:
+            yield
+        finally:
+            self._exclusive_depth = 0
+            lock.release()
+
     def commit(self, run_id: str, flips: list[Flip]) -> None:
+        with self.exclusive(run_id):
+            self._commit(run_id, flips)
+
+    def _commit(self, run_id: str, flips: list[Flip]) -> None:
         for flip in flips:
             if self.exists(flip.location):  # a flip already applied has no staged dir left
                 self.write_text(f"{flip.location}/{MARKER}", run_id)
@@ -216,7 +262,12 @@ class Lake:
     def recover(self) -> list[str]:
         """Roll forward commits a killed run left half-done; a journal that cannot be read
         (torn by a crash while written: then no unit was published yet) is quarantined and
-        its run marked failed. Returns the run ids rolled forward."""
+        its run marked failed. Returns the run ids rolled forward. Under the commit lock: a
+        journal still there once it is ours belongs to a job that died."""
+        with self.exclusive("recover"):
+            return self._recover()
+
+    def _recover(self) -> list[str]:
         recovered = []
         for path in sorted(self.list_dir(f"{self.root}/journal")):
             if not path.endswith(".json"):

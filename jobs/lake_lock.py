@@ -21,6 +21,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -136,12 +138,94 @@ def hold_metastore(root: str, run_id: str | None, job: str) -> None:
         HELD[lock.path] = lock
 
 
+class CommitLock(LocalLock):
+    """One commit or roll-forward at a time on a local lake (jobs/lake.py `Lake.commit`,
+    `recover`). A job waits its turn rather than fail: commits take seconds. While a job
+    applies its journal it holds this lock, so another job's `recover` cannot roll that
+    journal forward under it; if the job dies, the kernel drops the lock and the next job
+    rolls the journal forward, as before."""
+
+    name = "commit"
+
+    def wait(self, run_id: str, timeout_s: float, poll_s: float = 0.1) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.acquire(run_id, "commit")
+            except LakeBusy:
+                if time.monotonic() >= deadline:
+                    raise LakeBusy(f"the lake's commit lock {self.path} was held by another "
+                                   f"job for over {timeout_s:.0f} s; this job's commit did "
+                                   "not start (its run stays running: run it again)") from None
+                time.sleep(poll_s)
+
+
+class RunLease(LocalLock):
+    """Held by a job for the life of its run (a lock file a run): a `running` run whose lease
+    nobody holds died, whatever the metastore, so the next job marks it failed and gc removes
+    what it staged; a live run on a shared metastore is left alone."""
+
+    def __init__(self, root: str, run_id: str) -> None:
+        super().__init__(root)
+        self.path = os.path.join(local_path(root), "locks", "runs", f"{run_id}.lock")
+
+    def busy(self, info: str) -> str:
+        return f"run {os.path.basename(self.path)[:-5]} is running in another job: {info}"
+
+    def release(self) -> None:
+        if self.fd is not None:  # a finished run leaves no lock file behind
+            os.unlink(self.path)
+        super().release()
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds this lease (never taken here: probe and drop)."""
+        if not os.path.exists(self.path):
+            return False
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+
+
+LEASES: dict[str, RunLease] = {}  # the run leases this process holds now
+
+
+@contextmanager
+def run_lease(root: str, run_id: str) -> Iterator[None]:
+    """Hold run `run_id`'s lease on a local lake while the run is this process's."""
+    lease = RunLease(root, run_id) if is_local_path(root) else None
+    if lease is None or lease.path in LEASES:
+        yield
+        return
+    lease.acquire(run_id)
+    LEASES[lease.path] = lease
+    try:
+        yield
+    finally:
+        del LEASES[lease.path]
+        lease.release()
+
+
+def run_alive(root: str, run_id: str) -> bool | None:
+    """Whether run `run_id` is held by a live job: None where leases are not kept (a remote
+    lake)."""
+    if not is_local_path(root):
+        return None
+    lease = RunLease(root, run_id)
+    return lease.path in LEASES or lease.held_elsewhere()
+
+
 class RemoteLock:
     """A lock file created without overwrite, kept fresh by a heartbeat (HDFS, S3A)."""
 
-    def __init__(self, lake: Any, heartbeat_s: float, stale_after_s: float) -> None:
+    def __init__(self, lake: Any, heartbeat_s: float, stale_after_s: float,
+                 name: str = "refresh") -> None:
         self.lake = lake
-        self.path = f"{lake.root}/locks/refresh.lock"
+        self.path = f"{lake.root}/locks/{name}.lock"
         self.heartbeat_s, self.stale_after_s = heartbeat_s, stale_after_s
         self.content = ""
         self.lost = threading.Event()

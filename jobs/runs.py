@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from jobs.config import ConfigError, JobConfig
 from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, check_run_id, gc, write_staged
-from jobs.lake_lock import BUSY_EXIT, LakeBusy
+from jobs.lake_lock import BUSY_EXIT, LakeBusy, run_alive, run_lease
 from jobs.progress import log
 from jobs.session import build_session, spark_sql_command
 from udfs.paths import is_local_path, local_path
@@ -127,10 +127,25 @@ def open_lake_at(app_name: str, root: str, database: str, conf: dict[str, str] |
         log(f"rolled forward the interrupted commit of run {run_id}")
     torn = [re.sub(r"-(running|succeeded|failed)$", "", run_id) for run_id in lake.torn]
     mark_failed(lake, "its commit journal was unreadable", torn)
-    if embedded_metastore(spark):
-        # The embedded metastore admits one job at a time: a run still `running` is dead.
-        mark_failed(lake, "killed: found running by a later job")
+    # A run left `running` whose job is gone (its lease free, jobs/lake_lock.py RunLease);
+    # where no leases are kept (a remote lake), only the embedded metastore tells: it admits
+    # one job at a time, so a run still `running` is dead.
+    dead = dead_runs(lake)
+    if dead or embedded_metastore(spark):
+        mark_failed(lake, "killed: found running by a later job", dead)
     return spark, lake
+
+
+def dead_runs(lake: Lake) -> list[str] | None:
+    """The runs left `running` whose jobs are gone; None where that cannot be told (a remote
+    lake keeps no leases)."""
+    if run_alive(lake.root, "-") is None or not lake.spark.catalog.tableExists(
+            f"{lake.database}.runs"):
+        return None
+    lake.spark.catalog.refreshTable(f"{lake.database}.runs")
+    running = lake.spark.table(lake.qualified("runs")).where("status = 'running'")
+    return [r.run_id for r in running.select("run_id").collect()
+            if not run_alive(lake.root, r.run_id)]
 
 
 def embedded_metastore(spark: SparkSession) -> bool:
@@ -175,19 +190,20 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
         raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
                           "give a new --run-id (or none: one is made up)")
     record = RunRecord(spark, lake, run_id, job, cfg.resolved(), cfg.hash(), inputs)
-    record.mark("running")
-    log(f"run {run_id}, lake {lake.root}")
-    try:
-        own = {"run_id": run_id}
-        flips = sorted(execute(), key=lambda flip: flip.partition == own)  # stable: data first
-        lake.commit(run_id, [*flips, record.flip("succeeded")])
-    except BaseException as err:
-        if not lake.committing(run_id):
-            record.mark("failed", f"{type(err).__name__}: {err}")
-        else:  # some units may be published: the run can only go forward, never `failed`
-            log(f"run {run_id}: its commit was interrupted ({type(err).__name__}); the next "
-                "job on this lake rolls it forward")
-        raise
+    with run_lease(lake.root, run_id):  # while it is held, no other job takes the run for dead
+        record.mark("running")
+        log(f"run {run_id}, lake {lake.root}")
+        try:
+            own = {"run_id": run_id}
+            flips = sorted(execute(), key=lambda flip: flip.partition == own)  # stable: data first
+            lake.commit(run_id, [*flips, record.flip("succeeded")])
+        except BaseException as err:
+            if not lake.committing(run_id):
+                record.mark("failed", f"{type(err).__name__}: {err}")
+            else:  # some units may be published: the run can only go forward, never `failed`
+                log(f"run {run_id}: its commit was interrupted ({type(err).__name__}); the next "
+                    "job on this lake rolls it forward")
+            raise
     log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
     gc(lake)  # its staged leftovers and the data it superseded
     log(f"query: {spark_sql_command(cfg.lake.root, query)}")
