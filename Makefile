@@ -16,7 +16,7 @@ SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
 # $SPARK_HOME/conf, SPARK_HOME being the package.
 LOG4J  := $(VENV)/spark-conf.stamp
 
-.PHONY: setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
+.PHONY: setup-metastore setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
 setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
 
@@ -98,8 +98,14 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 # Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time):
 # most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
 TEST_WORKERS ?= 2
+# A shared Hive metastore's PostgreSQL and JDBC driver (scripts/metastore.sh; README "On a cluster").
+setup-metastore:
+	scripts/install_metastore_deps.sh
+
 test: setup
 	scripts/install_chromium.sh || echo "warning: no chromium (above): tests/test_report.py fails"
+	scripts/install_metastore_deps.sh || \
+	  echo "warning: no PostgreSQL (above): tests/test_shared_metastore.py fails"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 lint: setup

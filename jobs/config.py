@@ -144,6 +144,15 @@ class Strict(BaseModel):
 class LakeConf(Strict):
     root: str = "./lake"
     database: str = "sluice"
+    metastore: str = "embedded"  # embedded | thrift://HOST:PORT | jdbc:postgresql://HOST:PORT/DB
+
+    @field_validator("metastore")
+    @classmethod
+    def metastore_kind(cls, value: str) -> str:
+        if value != "embedded" and not value.startswith(("thrift://", "jdbc:postgresql://")):
+            raise ValueError("lake.metastore is embedded, thrift://HOST:PORT or "
+                             f"jdbc:postgresql://HOST:PORT/DB, not {value!r}")
+        return value
 
     @field_validator("database")
     @classmethod

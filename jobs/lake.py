@@ -83,7 +83,14 @@ class Lake:
         self._escape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         self.torn: list[str] = []  # runs whose journals recover() quarantined
         self._exclusive_depth = 0  # commit() inside recover() takes the lock once
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        try:  # the catalog's first use: a shared metastore that refuses us is said here
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+        except Exception as err:
+            if "password authentication failed" in str(err):
+                raise ConfigError(
+                    "the lake's metastore database refused the login (password authentication "
+                    "failed): check SLUICE_METASTORE_USER and SLUICE_METASTORE_PASSWORD") from None
+            raise
 
     # -- paths ---------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> str:
@@ -149,7 +156,12 @@ class Lake:
 
     # -- tables --------------------------------------------------------------------------
     def ensure_table(self, table: str, schema: StructType, partition_cols: list[str]) -> None:
-        """Create the table if missing; add columns a newer version of the job produces."""
+        """Create the table if missing; add columns a newer version of the job produces.
+        Under the commit lock: two jobs on a shared metastore would both find it missing."""
+        with self.exclusive(f"schema of {table}"):
+            self._ensure_table(table, schema, partition_cols)
+
+    def _ensure_table(self, table: str, schema: StructType, partition_cols: list[str]) -> None:
         name = self.qualified(table)
         data_cols = [f for f in schema.fields if f.name not in partition_cols]
         part_cols = [schema[c] for c in partition_cols]
@@ -178,10 +190,11 @@ class Lake:
     def ensure_view(self, view: str, table: str, columns: list[str], where: str) -> None:
         """A view over part of a table (e.g. `bitext_clean`: the clean rows of `bitext`)."""
         cols = ", ".join(f"`{c}`" for c in columns)
-        self.spark.sql(
-            f"CREATE OR REPLACE VIEW {self.qualified(view)} AS "
-            f"SELECT {cols} FROM {self.qualified(table)} WHERE {where}"
-        )
+        with self.exclusive(f"view {view}"):
+            self.spark.sql(
+                f"CREATE OR REPLACE VIEW {self.qualified(view)} AS "
+                f"SELECT {cols} FROM {self.qualified(table)} WHERE {where}"
+            )
 
     def succeeded(self, run_id: str) -> bool:
         """Whether a run with this id has committed (its id is then taken for good)."""

@@ -35,6 +35,10 @@ class LakeBusy(RuntimeError):
     """Another job holds a lock of the lake: nothing was done, try again later (BUSY_EXIT)."""
 
 
+class MetastoreUnreachable(LakeBusy):
+    """The lake's shared metastore does not answer: nothing was done, try again later."""
+
+
 def holder_info(run_id: str | None, job: str | None = None) -> dict[str, Any]:
     info = {
         "host": socket.gethostname(),

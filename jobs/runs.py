@@ -19,7 +19,7 @@ from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, check_run_id, gc, write_staged
 from jobs.lake_lock import BUSY_EXIT, LakeBusy, run_alive, run_lease
 from jobs.progress import log
-from jobs.session import build_session, spark_sql_command
+from jobs.session import build_session, metastore_conf, spark_sql_command
 from udfs.paths import is_local_path, local_path
 
 RUNS_SCHEMA = (
@@ -89,7 +89,8 @@ class RunRecord:
 def open_lake(app_name: str, cfg: JobConfig,
               run_id: str | None = None) -> tuple[SparkSession, Lake]:
     """The session and lake of a job config (`lake`, `spark` sections)."""
-    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, cfg.spark.conf, run_id)
+    conf = {**metastore_conf(cfg.lake.metastore), **cfg.spark.conf}
+    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, conf, run_id)
 
 
 # What any lake that ever opened holds (a lake on a shared metastore has no metastore_db).
@@ -149,7 +150,11 @@ def dead_runs(lake: Lake) -> list[str] | None:
 
 
 def embedded_metastore(spark: SparkSession) -> bool:
-    return not spark.conf.get("spark.hadoop.hive.metastore.uris", None)
+    """Whether the catalog is an embedded Derby metastore (one job at a time)."""
+    if spark.conf.get("spark.hadoop.hive.metastore.uris", None):
+        return False
+    url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", None)
+    return url is None or url.startswith("jdbc:derby:")
 
 
 def mark_failed(lake: Lake, error: str, run_ids: list[str] | None = None) -> None:
@@ -206,7 +211,7 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
             raise
     log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
     gc(lake)  # its staged leftovers and the data it superseded
-    log(f"query: {spark_sql_command(cfg.lake.root, query)}")
+    log(f"query: {spark_sql_command(cfg.lake.root, query, cfg.lake.metastore)}")
 
 
 def exit_code(job: Callable[[], int]) -> int:

@@ -11,17 +11,76 @@ from __future__ import annotations
 import fcntl
 import os
 import shlex
+import socket
 import sys
+from urllib.parse import urlparse
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from jobs.config import ConfigError
-from jobs.lake_lock import hold_metastore
+from jobs.lake_lock import MetastoreUnreachable, hold_metastore
 from udfs.paths import is_local_path, local_path
 
 METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
 CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
+# A shared metastore that is not there is said within seconds, not after Hive's minutes of
+# retries (3 tries, 1 s apart, 20 s to answer a call).
+THRIFT_FAIL_FAST = {
+    "spark.hadoop.hive.metastore.connect.retries": "3",
+    "spark.hadoop.hive.metastore.client.connect.retry.delay": "1s",
+    "spark.hadoop.hive.metastore.client.socket.timeout": "20s",
+}
+
+
+METASTORE_SCHEMA = {
+    "datanucleus.schema.autoCreateTables": "true",
+    "datanucleus.schema.autoCreateColumns": "true",
+    "datanucleus.schema.autoCreateConstraints": "false",
+    "hive.metastore.schema.verification": "false",
+}
+
+
+def check_reachable(chosen: dict[str, str], user: SparkConf, timeout_s: float = 5.0) -> None:
+    """Before Spark starts: a shared metastore (Thrift service, or PostgreSQL over JDBC) that
+    does not accept a connection is one line naming it, not Hive's minutes of retries."""
+    uris = user.get(METASTORE_URIS, None) or chosen.get(METASTORE_URIS)
+    url = user.get(CONNECTION_URL, None) or chosen.get(CONNECTION_URL, "")
+    targets = [u.strip() for u in uris.split(",")] if uris else []
+    if not targets and url.startswith("jdbc:postgresql://"):
+        targets = [url.removeprefix("jdbc:")]
+    for target in targets:
+        parsed = urlparse(target)
+        port = parsed.port or (9083 if parsed.scheme == "thrift" else 5432)
+        try:
+            socket.create_connection((parsed.hostname, port), timeout=timeout_s).close()
+        except OSError as err:
+            raise MetastoreUnreachable(
+                f"the lake's metastore {target} does not answer ({err.strerror or err}): "
+                "nothing was done; start it (scripts/metastore.sh start) or check "
+                "lake.metastore") from None
+
+
+def metastore_conf(metastore: str) -> dict[str, str]:
+    """The Spark settings of `lake.metastore` (conf/defaults.yaml): none for the embedded
+    Derby metastore (`embedded_catalog_conf` fills it in), the service's URI, or a direct
+    JDBC connection to the metastore's PostgreSQL database (its driver on the driver's
+    classpath: spark-submit --driver-class-path /usr/share/java/postgresql.jar)."""
+    if metastore.startswith("thrift://"):
+        return {METASTORE_URIS: metastore, **THRIFT_FAIL_FAST}
+    if metastore.startswith("jdbc:"):
+        return {
+            CONNECTION_URL: metastore,
+            "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+            "spark.hadoop.javax.jdo.option.ConnectionUserName":
+                os.environ.get("SLUICE_METASTORE_USER", "sluice"),
+            "spark.hadoop.javax.jdo.option.ConnectionPassword":
+                os.environ.get("SLUICE_METASTORE_PASSWORD", ""),
+            # A new database gets the metastore's tables on first use (no schematool);
+            # DataNucleus's constraints fail on PostgreSQL and are not needed.
+            **{f"spark.hadoop.{k}": v for k, v in METASTORE_SCHEMA.items()},
+        }
+    return {}
 
 
 def lake_uri(root: str) -> str:
@@ -82,11 +141,12 @@ def build_session(
     first = SparkContext._gateway is None  # no JVM of this process has opened a metastore yet
     user = user_spark_conf()
     chosen = session_conf(user, lake_root, conf)
-    # A shared metastore (metastore.uris) or the user's own ConnectionURL: nothing to lock.
-    if first and CONNECTION_URL in chosen:
+    # A shared metastore (metastore.uris, or a JDBC URL to a database server): nothing to lock.
+    if first and chosen.get(CONNECTION_URL, "").startswith("jdbc:derby:"):
         if lock:
             hold_metastore(lake_root, run_id, app_name)
         check_metastore_free(lake_root)
+    check_reachable(chosen, user)
     builder = SparkSession.builder.enableHiveSupport()
     # Spark's placeholders (pyspark's, or spark-submit's script name) give way to ours.
     if user.get("spark.app.name") in (None, "pyspark-shell", os.path.basename(sys.argv[0])):
@@ -151,11 +211,18 @@ def embedded_catalog_conf(lake_root: str) -> dict[str, str]:
     return conf
 
 
-def spark_sql_command(lake_root: str, query: str | None = None) -> str:
+def spark_sql_command(lake_root: str, query: str | None = None,
+                      metastore: str = "embedded") -> str:
     """The `spark-sql` invocation that opens the same catalog as the jobs, shell-quoted so
-    it can be pasted as printed."""
+    it can be pasted as printed (a JDBC metastore's password stays out of it)."""
     args = ["spark-sql"]
-    for key, value in embedded_catalog_conf(lake_root).items():
+    shared = {k: v for k, v in metastore_conf(metastore).items()
+              if "Password" not in k and k not in THRIFT_FAIL_FAST}
+    if metastore.startswith("jdbc:"):
+        args += ["--driver-class-path", "/usr/share/java/postgresql.jar"]
+    catalog = ({"spark.sql.warehouse.dir": f"{lake_uri(lake_root)}/warehouse", **shared}
+               if shared else embedded_catalog_conf(lake_root))
+    for key, value in catalog.items():
         args += ["--conf", f"{key}={value}"]
     command = shlex.join(args)
     if query is None:
