@@ -24,12 +24,11 @@ from udfs.paths import is_local_path, local_path
 
 METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
 CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
-# A shared metastore that is not there is said within seconds, not after Hive's minutes of
-# retries (3 tries, 1 s apart, 20 s to answer a call).
+# A shared metastore that goes away mid-run is said after 3 tries 1 s apart, not Hive's
+# minutes of retries (one that is not there at all is found before Spark starts).
 THRIFT_FAIL_FAST = {
     "spark.hadoop.hive.metastore.connect.retries": "3",
     "spark.hadoop.hive.metastore.client.connect.retry.delay": "1s",
-    "spark.hadoop.hive.metastore.client.socket.timeout": "20s",
 }
 
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # A shared Hive metastore for a lake that many jobs and spark-sql shells use at once: the
-# Thrift service from pyspark's own Hive jars, its catalog in PostgreSQL. Loopback only.
+# Thrift service from pyspark's own Hive jars, its catalog in PostgreSQL.
 #
 #   scripts/metastore.sh start|stop|status [DIR]
 #
 # DIR (default ./metastore, or $SLUICE_METASTORE_DIR) holds PostgreSQL's data, the service's
-# log and pid, and the generated password (DIR/password, mode 600). Ports: $SLUICE_PG_PORT
+# log and pid, and the generated password (DIR/password, mode 600). PostgreSQL listens on
+# 127.0.0.1 only; the Thrift service on every interface (Hive 2.3 has no bind-host setting):
+# keep its port behind the host's firewall. Ports: $SLUICE_PG_PORT
 # (55432) and $SLUICE_METASTORE_PORT (9083). Then point jobs at it:
 #   --set lake.metastore=thrift://127.0.0.1:9083
 # or at PostgreSQL itself (no service):
@@ -63,7 +65,6 @@ start_metastore() {
   nohup java -Xmx512m -cp "$spark_home/jars/*:$jdbc_jar" \
     -Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector \
     org.apache.hadoop.hive.metastore.HiveMetaStore -p "$hms_port" \
-    --hiveconf hive.metastore.thrift.bind.host=127.0.0.1 \
     --hiveconf "javax.jdo.option.ConnectionURL=jdbc:postgresql://127.0.0.1:$pg_port/sluice" \
     --hiveconf javax.jdo.option.ConnectionDriverName=org.postgresql.Driver \
     --hiveconf javax.jdo.option.ConnectionUserName=sluice \
@@ -89,6 +90,11 @@ case "$cmd" in
     if hms_pid > /dev/null; then echo "metastore: already running (pid $(hms_pid))"; exit 0; fi
     port_open "$pg_port" || start_postgres
     start_metastore
+    if [ ! -f "$dir/warmed" ]; then  # a new catalog: its tables made once, by one client
+      "$python" scripts/metastore_warmup.py "thrift://127.0.0.1:$hms_port" "$dir" \
+        > "$dir/warmup.log" 2>&1 || die "warm-up failed: $dir/warmup.log"
+      touch "$dir/warmed"
+    fi
     echo "metastore: thrift://127.0.0.1:$hms_port (PostgreSQL 127.0.0.1:$pg_port, $dir)"
     ;;
   stop)

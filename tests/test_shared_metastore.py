@@ -62,11 +62,12 @@ def job_env(**extra: str) -> dict[str, str]:
             **extra}
 
 
-def filter_job(lake: Path, corpus: str, uri: str, **env: str) -> subprocess.Popen:
+def filter_job(lake: Path, corpus: str, uri: str, run_id: str = "", **env: str
+               ) -> subprocess.Popen:
     return subprocess.Popen(
         [SUBMIT, "--master", "local[1]", str(REPO / "jobs/filter.py"), "--pair", "zh-en",
          "--corpus", corpus, "--input", *TATOEBA, "--lake", str(lake), "--run-id",
-         f"run-{corpus}", "--set", f"lake.metastore={uri}"],
+         run_id or f"run-{corpus}", "--set", f"lake.metastore={uri}"],
         cwd=REPO, env=job_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
 
@@ -150,6 +151,26 @@ def test_a_writer_killed_mid_commit_is_rolled_forward_by_the_next(metastore,
     rows = ds.dataset(lake / "tables/bitext", partitioning="hive").to_table(
         columns=["corpus"]).to_pylist()
     assert sum(r["corpus"] == "k" for r in rows) == 1500
+
+
+def test_two_jobs_on_the_same_partition_apply_one_after_the_other(metastore,
+                                                                  tmp_path: Path) -> None:
+    """The later commit's rows are what readers see, whole; both runs' stats stay."""
+    import pyarrow.dataset as ds
+
+    lake = tmp_path / "lake"
+    jobs = {r: filter_job(lake, "same", metastore["uri"], run_id=r) for r in ("s1", "s2")}
+    for proc in jobs.values():
+        out = proc.communicate(timeout=400)[0]
+        assert proc.returncode == 0, out[-3000:]
+    runs = ds.dataset(lake / "tables/runs", partitioning="hive").to_table().to_pylist()
+    later = max(runs, key=lambda r: r["finished_at"])["run_id"]
+    rows = ds.dataset(lake / "tables/bitext", partitioning="hive").to_table(
+        columns=["run_id"]).to_pylist()
+    assert len(rows) == 1500 and {r["run_id"] for r in rows} == {later}
+    stats = ds.dataset(lake / "tables/filter_stats", partitioning="hive").to_table(
+        columns=["run_id"]).to_pylist()
+    assert {r["run_id"] for r in stats} == {"s1", "s2"}
 
 
 @pytest.mark.parametrize("uri", ["thrift://127.0.0.1:{port}",
