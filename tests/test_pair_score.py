@@ -281,3 +281,38 @@ def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trai
         if r.pair_score is not None:
             assert r.pair_score_threshold == 0.9
             assert (r.reject_rule == "pair_score") == (r.pair_score < 0.9)
+
+
+def test_trained_from_the_lakes_clean_rows_with_their_document_neighbours(spark,
+                                                                          tmp_path: Path) -> None:
+    """`--where` on the lake's clean rows: the positives and their next clean line of the same
+    file come from `bitext_clean`, and every negative kind is made and measured."""
+    from jobs.filter import main as filter_main
+    from jobs.train_pair_score import main as train_main
+
+    lake = tmp_path / "lake"
+    assert filter_main(["--config", str(REPO / "conf/zh-en.yaml"), "--lake", str(lake),
+                        "--corpus", "tatoeba", "--input", str(DATA / "tatoeba-zh-en.zh"),
+                        str(DATA / "tatoeba-zh-en.en")]) == 0
+    assert train_main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "from-lake",
+                       "--lake", str(lake), "--where", "corpus = 'tatoeba'"]) == 0
+    model = json.loads((lake / "models/pair_score/zh-en/from-lake/manifest.json").read_text())
+    assert model["source"] == "`sluice`.`bitext_clean` pair zh-en where corpus = 'tatoeba'"
+    assert set(model["held_apart"]["kinds"]) == set(NEGATIVE_KINDS)
+    assert model["train_pairs"] >= 900  # four fifths of the ~1,300 clean Tatoeba pairs
+    # The neighbours: each sampled pair's is the next clean line of its file.
+    import argparse
+
+    from jobs.config import load_config
+    from jobs.train_pair_score import positives
+
+    cfg = load_config(REPO / "conf/zh-en.yaml", [], {"lake": {"root": str(lake)}})
+    args = argparse.Namespace(input=None, where="corpus = 'tatoeba'", pairs=300)
+    sample, _ = positives(spark, cfg, args, "sluice")
+    clean = sorted((r.line, r.src, r.tgt) for r in spark.table("sluice.bitext_clean")
+                   .where("corpus = 'tatoeba'").collect())
+    following = {(s, t): (ns, nt)
+                 for (_, s, t), (_, ns, nt) in zip(clean, clean[1:], strict=False)}
+    assert len(sample) == 300
+    assert all((ns, nt) == following.get((s, t), (None, None)) for s, t, ns, nt in sample)
+    assert sum(ns is not None for _, _, ns, _ in sample) >= 295  # all but the last line's
