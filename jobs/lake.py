@@ -32,7 +32,6 @@ import json
 import os
 import re
 import signal
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from jobs.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
-from jobs.lake_lock import CommitLock, LakeBusy, RemoteLock
+from jobs.lake_lock import CommitLock, RemoteLock, wait_for
 from jobs.progress import log
 from jobs.session import lake_uri
 from udfs.paths import is_local_path, local_path
@@ -230,15 +229,7 @@ class Lake:
             lock.wait(run_id, COMMIT_WAIT_S)
         else:
             lock = RemoteLock(self, COMMIT_HEARTBEAT_S, COMMIT_STALE_S, name="commit")
-            deadline = time.monotonic() + COMMIT_WAIT_S
-            while True:
-                try:
-                    lock.acquire(run_id)
-                    break
-                except LakeBusy:
-                    if time.monotonic() >= deadline:
-                        raise
-                    time.sleep(1.0)
+            wait_for(lambda: lock.acquire(run_id), lock.path, COMMIT_WAIT_S, poll_s=1.0)
         self._exclusive_depth = 1
         try:
             yield

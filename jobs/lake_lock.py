@@ -21,7 +21,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -151,17 +151,23 @@ class CommitLock(LocalLock):
 
     name = "commit"
 
-    def wait(self, run_id: str, timeout_s: float, poll_s: float = 0.1) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                return self.acquire(run_id, "commit")
-            except LakeBusy:
-                if time.monotonic() >= deadline:
-                    raise LakeBusy(f"the lake's commit lock {self.path} was held by another "
-                                   f"job for over {timeout_s:.0f} s; this job's commit did "
-                                   "not start (its run stays running: run it again)") from None
-                time.sleep(poll_s)
+    def wait(self, run_id: str, timeout_s: float) -> None:
+        wait_for(lambda: self.acquire(run_id, "commit"), self.path, timeout_s)
+
+
+def wait_for(acquire: Callable[[], None], path: str, timeout_s: float,
+             poll_s: float = 0.1) -> None:
+    """Call `acquire` until it stops raising LakeBusy; after `timeout_s`, one LakeBusy line."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return acquire()
+        except LakeBusy:
+            if time.monotonic() >= deadline:
+                raise LakeBusy(f"the lake's commit lock {path} was held by another job for "
+                               f"over {timeout_s:.0f} s; this job's commit did not start (its "
+                               "run stays running: run it again)") from None
+            time.sleep(poll_s)
 
 
 class RunLease(LocalLock):
