@@ -242,6 +242,11 @@ class Lake:
             self._commit(run_id, flips)
 
     def _commit(self, run_id: str, flips: list[Flip]) -> None:
+        # A journal found here, with the lock ours, is a job's that died mid-commit since we
+        # opened the lake: it committed first, so it is applied first, or its roll-forward
+        # by a later job would put its older rows over ours.
+        for dead in self._recover():
+            log(f"rolled forward the interrupted commit of run {dead}")
         for flip in flips:
             if self.exists(flip.location):  # a flip already applied has no staged dir left
                 self.write_text(f"{flip.location}/{MARKER}", run_id)

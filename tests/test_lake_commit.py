@@ -160,6 +160,31 @@ def test_gc_keeps_what_tables_point_at(lake: Lake) -> None:
     assert via_catalog(lake) == via_pyarrow(lake) == normal(OLD)
 
 
+def test_a_commit_applies_a_dead_writers_journal_before_its_own(lake: Lake) -> None:
+    """Two jobs on one lake: r2 dies mid-commit while r3, opened before that, waits for the
+    lock. r3 commits later, so its rows must be what readers see, not r2's rolled forward
+    over them by whichever job starts next."""
+    lake.commit("r1", write_run(lake, "r1", OLD))
+    later = {"a": {"clean": ["五"], "rejected": []}}
+    r3 = write_run(lake, "r3", later)
+    flips = write_run(lake, "r2", NEW)
+
+    def kill(step: str) -> None:
+        if step.startswith("published"):
+            raise Killed(step)
+
+    lake._hook = kill  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        lake.commit("r2", flips)
+    del lake._hook
+    lake.commit("r3", r3)  # the journal of r2 is there: r2 is applied first, then r3
+    assert lake.in_flight() == []
+    next_job = Lake(lake.spark, lake.root, lake.database)
+    assert next_job.recover() == []
+    assert via_catalog(next_job) == via_pyarrow(next_job) == normal(
+        {**NEW, "a": later["a"]})
+
+
 def test_gc_keeps_what_a_pending_journal_needs(lake: Lake) -> None:
     """A commit killed after its journal (here `r2-running`, as `RunRecord.mark` names its
     commits) is in flight until rolled forward: gc must keep the run's staged units."""
