@@ -80,7 +80,10 @@ def _wait(what: str, ready, timeout: float = 90.0) -> None:
 
 
 @contextmanager
-def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2) -> Iterator[Cluster]:
+def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2, cores: int = 1,
+                       memory: str = "2g") -> Iterator[Cluster]:
+    """`workers` workers offering `cores` cores (more than the machine's, for several
+    applications at once) and `memory` each."""
     port, ui = free_port(), free_port()
     worker_uis = [free_port() for _ in range(workers)]
     env = dict(
@@ -101,7 +104,7 @@ def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2) -> Ite
         _wait("master", lambda: cluster.status()["status"] == "ALIVE")
         for i, web in enumerate(worker_uis, start=1):
             _daemon(env, "start", WORKER, i, "--host", "127.0.0.1", "--webui-port", str(web),
-                    "--cores", "1", "--memory", "2g", "--work-dir", str(work_dirs[i - 1]),
+                    "--cores", str(cores), "--memory", memory, "--work-dir", str(work_dirs[i - 1]),
                     url)
         _wait(f"{workers} workers", lambda: sum(
             w["state"] == "ALIVE" for w in cluster.status()["workers"]) == workers)

@@ -6,17 +6,24 @@ Real processes: spark-submit, the metastore's JVM, PostgreSQL."""
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from integration_helpers import JIT_OPTS
+from integration_helpers import BIN, JIT_OPTS
+from standalone_cluster import standalone_cluster
+
+from jobs.session import spark_sql_command
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -62,95 +69,195 @@ def job_env(**extra: str) -> dict[str, str]:
             **extra}
 
 
-def filter_job(lake: Path, corpus: str, uri: str, run_id: str = "", **env: str
+def filter_job(lake: Path, corpus: str, uri: str, run_id: str = "",
+               spark: tuple[str, ...] = ("--master", "local[1]"), **env: str
                ) -> subprocess.Popen:
     return subprocess.Popen(
-        [SUBMIT, "--master", "local[1]", str(REPO / "jobs/filter.py"), "--pair", "zh-en",
+        [SUBMIT, *spark, str(REPO / "jobs/filter.py"), "--pair", "zh-en",
          "--corpus", corpus, "--input", *TATOEBA, "--lake", str(lake), "--run-id",
          run_id or f"run-{corpus}", "--set", f"lake.metastore={uri}"],
         cwd=REPO, env=job_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
 
 
-# A second catalog client (as an analyst's spark-sql shell): counts filter_stats rows every
-# moment until told to stop, and says how many queries it ran and any error it met.
-READER = """
-import os, sys, time
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[1]").enableHiveSupport()
-         .config("spark.hadoop.hive.metastore.uris", sys.argv[1])
-         .config("spark.sql.warehouse.dir", "file://" + sys.argv[2] + "/warehouse")
-         .config("spark.ui.enabled", "false").getOrCreate())
-queries, seen = 0, set()
-print("reading", flush=True)
-while not os.path.exists(sys.argv[3]):
-    try:
-        if spark.catalog.tableExists("sluice.filter_stats"):
-            spark.catalog.refreshTable("sluice.filter_stats")
-            rows = spark.sql("SELECT DISTINCT run_id FROM sluice.filter_stats").collect()
-            seen |= {r.run_id for r in rows}
-        queries += 1
-    except Exception as err:
-        print("error", type(err).__name__, str(err)[:300], flush=True)
-    time.sleep(0.5)
-print("queries", queries, "runs", sorted(seen), flush=True)
-"""
+class SqlShell:
+    """An analyst's `spark-sql` shell, opened with the command the jobs print, typed into one
+    query at a time: the runs `filter_stats` holds, again and again until stopped. Keeps what
+    it saw and every error it printed."""
+
+    QUERY = ("SELECT 'runs', concat_ws(',', sort_array(collect_set(run_id))) "
+             "FROM sluice.filter_stats;\n")
+    # What an error looks like in its output: an error class ([FILE_NOT_FOUND] ...), a Java
+    # exception, or a log line at ERROR.
+    ERROR = re.compile(r"^\[[A-Z_.]+\]|Error in query|Exception|^\d\d/\d\d/\d\d \S+ ERROR ")
+
+    def __init__(self, lake: Path, uri: str) -> None:
+        words = shlex.split(spark_sql_command(str(lake), metastore=uri))
+        self.proc = subprocess.Popen([str(BIN / words[0]), *words[1:]], cwd=REPO,
+                                     env=job_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1)
+        self.answers: list[set[str]] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+        self.answered = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.typist = threading.Thread(target=self._type, daemon=True)
+        self.typist.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.startswith("runs\t"):
+                self.answers.append(set(filter(None, line.strip().split("\t")[1].split(","))))
+                self.answered.set()
+            elif self.ERROR.search(line):
+                self.errors.append(line.rstrip())
+                self.answered.set()  # an error answers too
+
+    def _type(self) -> None:
+        while not self.stop.is_set() and self.proc.poll() is None:
+            self.answered.clear()
+            self.proc.stdin.write(self.QUERY)
+            self.proc.stdin.flush()
+            self.answered.wait(timeout=120)
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.typist.join(timeout=150)
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
-def test_two_jobs_commit_at_once_while_a_reader_queries(metastore, tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    stop = tmp_path / "stop-reading"
-    reader = subprocess.Popen([sys.executable, "-c", READER, metastore["uri"], str(lake),
-                               str(stop)], cwd=REPO, env=job_env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+def refresh_config(root: Path, lake: Path, uri: str, corpus: str, sources: Path) -> Path:
+    path = root / f"refresh-{lake.name}.yaml"
+    path.write_text(f"extends: {REPO}/conf/zh-en.yaml\n"
+                    f"lake: {{root: {lake}, metastore: '{uri}'}}\n"
+                    f"sources:\n  - {{corpus: '{corpus}', path: {sources}, format: tsv}}\n",
+                    encoding="utf-8")
+    return path
+
+
+def table(lake: Path, name: str, columns: list[str] | None = None) -> list[dict]:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(lake / "tables" / name, partitioning="hive").to_table(
+        columns=columns).to_pylist()
+
+
+def decisions(lake: Path, corpus: str) -> list[tuple]:
+    return sorted((r["line"], r["src"], r["tgt"], r["reject_rule"] or "") for r in table(
+        lake, "bitext", ["corpus", "line", "src", "tgt", "reject_rule"]) if r["corpus"] == corpus)
+
+
+def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Path) -> None:
+    """Two filter jobs on different corpora, a scheduled refresh and a selection run at once
+    on a standalone cluster, a third filter job is killed mid-commit among them, and an
+    analyst's spark-sql shell queries filter_stats all along. Every job commits (the killed
+    one rolled forward by the next commit), the shell never errs and sees the runs land, and
+    the lake holds what the same jobs leave run one after another."""
+    uri, lake = metastore["uri"], tmp_path / "lake"
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    # The refresh deduplicates against the pair's rows in the whole lake: its input shares no
+    # side with the filter jobs' and the pool's, so its rows do not depend on which of them
+    # committed before it read the lake.
+    taken = {side for path in [*TATOEBA, DATA / "select/pool-zh-en.tsv"]
+             for line in Path(path).read_text(encoding="utf-8").splitlines()
+             for side in line.split("\t")[:2]}
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        anki = [pair for pair in ("\t".join(line.rstrip("\n").split("\t")[:2]) for line in f)
+                if not taken & set(pair.split("\t"))]
+    (crawl / "a.tsv").write_text("\n".join(anki[:500]) + "\n", encoding="utf-8")
+    pool = ["--corpus", "pool", "--input", str(DATA / "select/pool-zh-en.tsv")]
+    done = subprocess.run([SUBMIT, "--master", "local[1]", str(REPO / "jobs/filter.py"),
+                           "--pair", "zh-en", *pool, "--lake", str(lake), "--set",
+                           f"lake.metastore={uri}"], cwd=REPO, env=job_env(),
+                          capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    select = ["--pair", "zh-en", "--corpus", "pool", "--seed",
+              str(DATA / "select/seed-medical.zh"), str(DATA / "select/seed-medical.en"),
+              "--method", "moore_lewis", "--top", "100", "--lake", str(lake),
+              "--set", f"lake.metastore={uri}"]
+
+    def jobs_at(master: str, tag: str, extra: tuple[str, ...] = ()
+                ) -> dict[str, subprocess.Popen]:
+        spark = ("--master", master, *extra)
+
+        def submit(script: str, *args: str, **env: str) -> subprocess.Popen:
+            return subprocess.Popen([SUBMIT, *spark, str(REPO / f"jobs/{script}.py"), *args],
+                                    cwd=REPO, env=job_env(**env), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+        runs = {"a": (), "b": (), "k": ()} if tag == "" else {"a": ()}
+        started = {f"{c}{tag}": filter_job(lake, f"{c}{tag}", uri, spark=spark)
+                   for c in runs if c != "k"}
+        if tag == "":
+            started["k"] = filter_job(lake, "k", uri, spark=spark,
+                                      SLUICE_KILL_AT="published bitext")
+        # One after another, the refresh runs in a lake of its own (it would find the first
+        # refresh's rows); the others read and write corpora and runs of their own.
+        at = (lake, uri) if tag == "" else (tmp_path / "seq-lake", "embedded")
+        started[f"refresh{tag}"] = submit(
+            "refresh", "--config", str(refresh_config(tmp_path, *at, "crawl:web", crawl)),
+            "--run-id", f"refresh{tag}")
+        started[f"sel{tag}"] = submit("select", *select, "--run-id", f"sel{tag}")
+        return started
+
+    shell = SqlShell(lake, uri)
     try:
-        assert reader.stdout.readline().strip() == "reading"
-        jobs = {c: filter_job(lake, c, metastore["uri"]) for c in ("a", "b")}
-        outputs = {c: p.communicate(timeout=400)[0] for c, p in jobs.items()}
-        for corpus, proc in jobs.items():
-            assert proc.returncode == 0, outputs[corpus][-3000:]
-            assert f"committed run run-{corpus}" in outputs[corpus]
-        time.sleep(2)  # a query or more after both commits
+        with standalone_cluster(tmp_path / "cluster", job_env(), cores=3,
+                                memory="3g") as cluster:
+            at_once = jobs_at(cluster.url, "", (
+                "--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=1",
+                "--executor-memory", "1g", "--conf", "spark.sql.shuffle.partitions=4",
+                "--conf", f"spark.executor.extraJavaOptions={JIT_OPTS}"))
+            said = {name: p.communicate(timeout=600)[0] for name, p in at_once.items()}
+            assert len(cluster.status()["completedapps"]) == len(at_once)
+        time.sleep(3)  # a query or more after every commit
     finally:
-        stop.touch()
-        said = reader.communicate(timeout=120)[0]
-    assert "error" not in said, said
-    last = said.strip().splitlines()[-1]
-    assert last.startswith("queries ") and int(last.split()[1]) >= 5, said
-    assert "'run-a'" in last and "'run-b'" in last  # the reader saw both runs land
-    # The lake holds both runs whole, as one after the other would: the same input, the same
-    # decisions in each corpus, read without Spark from the fixed table paths.
-    import pyarrow.dataset as ds
-
-    rows = ds.dataset(lake / "tables/bitext", partitioning="hive").to_table(
-        columns=["corpus", "line", "reject_rule"]).to_pylist()
-    by_corpus = {c: sorted((r["line"], r["reject_rule"] or "") for r in rows
-                           if r["corpus"] == c) for c in ("a", "b")}
-    assert len(by_corpus["a"]) == 1500 and by_corpus["a"] == by_corpus["b"]
-    runs = ds.dataset(lake / "tables/runs", partitioning="hive").to_table().to_pylist()
-    assert {r["run_id"]: r["status"] for r in runs} == {"run-a": "succeeded",
-                                                       "run-b": "succeeded"}
-
-
-def test_a_writer_killed_mid_commit_is_rolled_forward_by_the_next(metastore,
-                                                                  tmp_path: Path) -> None:
-    lake = tmp_path / "lake"
-    killed = filter_job(lake, "k", metastore["uri"], SLUICE_KILL_AT="published bitext")
-    out = killed.communicate(timeout=400)[0]
-    assert killed.returncode in (-9, 137), out[-2000:]  # SIGKILL (through spark-submit: 137)
-    assert (lake / "journal/run-k.json").exists()  # its commit was cut short
-    nxt = filter_job(lake, "n", metastore["uri"])
-    out = nxt.communicate(timeout=400)[0]
-    assert nxt.returncode == 0, out[-3000:]
-    assert "rolled forward the interrupted commit of run run-k" in out
-    import pyarrow.dataset as ds
-
-    runs = ds.dataset(lake / "tables/runs", partitioning="hive").to_table().to_pylist()
-    assert {r["run_id"]: r["status"] for r in runs} == {"run-k": "succeeded",
-                                                       "run-n": "succeeded"}
-    rows = ds.dataset(lake / "tables/bitext", partitioning="hive").to_table(
-        columns=["corpus"]).to_pylist()
-    assert sum(r["corpus"] == "k" for r in rows) == 1500
+        shell.close()
+    for name, proc in at_once.items():
+        if name == "k":  # SIGKILL (137 through spark-submit)
+            assert proc.returncode in (-9, 137), said[name][-3000:]
+        else:
+            assert proc.returncode == 0, said[name][-3000:]
+            assert f"committed run {'run-' if name in 'ab' else ''}{name}" in said[name]
+    assert shell.errors == [], shell.errors[:20]
+    assert len(shell.answers) >= 5
+    assert {"run-a", "run-b", "refresh"} <= shell.answers[-1]
+    assert any(len(seen) < len(shell.answers[-1]) for seen in shell.answers)  # it saw runs land
+    # The killed writer's commit was rolled forward by the next job to commit (or to start).
+    rolled = "rolled forward the interrupted commit of run run-k"
+    one_after_another = {}
+    for name, proc in jobs_at("local[2]", "-seq").items():
+        one_after_another[name] = proc.communicate(timeout=600)[0]
+        assert proc.returncode == 0, one_after_another[name][-3000:]
+    assert sum(rolled in out for out in [*said.values(), *one_after_another.values()]) == 1
+    runs = {r["run_id"]: r["status"] for r in table(lake, "runs")}
+    assert set(runs.values()) == {"succeeded"} and len(runs) == 1 + 5 + 2, runs
+    # The lake as the same jobs leave it one after another.
+    reference = decisions(lake, "a-seq")
+    assert len(reference) == 1500
+    for corpus in ("a", "b", "k"):
+        assert decisions(lake, corpus) == reference, corpus
+    seq_lake = tmp_path / "seq-lake"
+    assert decisions(lake, "crawl:web") == decisions(seq_lake, "crawl:web")
+    assert len(decisions(lake, "crawl:web")) == 500
+    stats = {}
+    for r in table(lake, "filter_stats"):
+        stats.setdefault(r["run_id"], []).append((r["step"], r["rule"], r["rows_in"],
+                                                  r["rows_rejected"]))
+    for run in ("run-b", "run-k"):
+        assert sorted(stats[run]) == sorted(stats["run-a"])
+    assert sorted(stats["run-a"]) == sorted(stats["run-a-seq"])
+    assert sorted(stats["refresh"]) == sorted(
+        (r["step"], r["rule"], r["rows_in"], r["rows_rejected"])
+        for r in table(seq_lake, "filter_stats"))
+    chosen = {}
+    for r in table(lake, "selected", ["run_id", "row_id", "score", "rank", "selected"]):
+        chosen.setdefault(r["run_id"], set()).add((r["row_id"], r["score"], r["rank"],
+                                                   r["selected"]))
+    assert chosen["sel"] == chosen["sel-seq"] and sum(x[3] for x in chosen["sel"]) == 100
 
 
 def test_two_jobs_on_the_same_partition_apply_one_after_the_other(metastore,
