@@ -29,7 +29,7 @@ $(LOG4J): conf/log4j2.properties conf/spark-defaults.conf | $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,train,score]'
+	$(PY) -m pip install -q -e '.[dev,train,score,metastore]'
 	touch $@
 
 $(LID): | $(STAMP)

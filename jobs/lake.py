@@ -82,19 +82,12 @@ class Lake:
         self._escape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         self.torn: list[str] = []  # runs whose journals recover() quarantined
         self._exclusive_depth = 0  # commit() inside recover() takes the lock once
-        try:  # the catalog's first use: a shared metastore that refuses us is said here
-            # Every catalog write of a job holds the commit lock: a shared metastore made by
-            # scripts/metastore.sh has no unique constraints (DataNucleus cannot add them to
-            # PostgreSQL), so two jobs adding the same database or partition at once would
-            # leave it twice in the catalog.
-            with self.exclusive("database"):
-                spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
-        except Exception as err:
-            if "password authentication failed" in str(err):
-                raise ConfigError(
-                    "the lake's metastore database refused the login (password authentication "
-                    "failed): check SLUICE_METASTORE_USER and SLUICE_METASTORE_PASSWORD") from None
-            raise
+        # Every catalog write of a job holds the commit lock: a shared metastore made by
+        # scripts/metastore.sh has no unique constraints (DataNucleus cannot add them to
+        # PostgreSQL), so two jobs adding the same database or partition at once would leave
+        # it twice in the catalog.
+        with self.exclusive("database"):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
 
     # -- paths ---------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> str:

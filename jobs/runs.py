@@ -18,8 +18,9 @@ from jobs.config import ConfigError, JobConfig
 from jobs.ingest import InputError
 from jobs.lake import Flip, Lake, check_run_id, gc, write_staged
 from jobs.lake_lock import BUSY_EXIT, LakeBusy, run_alive, run_lease
+from jobs.metastore import metastore_conf, metastore_failure
 from jobs.progress import log
-from jobs.session import build_session, metastore_conf, spark_sql_command
+from jobs.session import build_session, spark_sql_command
 from udfs.paths import is_local_path, local_path
 
 RUNS_SCHEMA = (
@@ -204,7 +205,11 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
             lake.commit(run_id, [*flips, record.flip("succeeded")])
         except BaseException as err:
             if not lake.committing(run_id):
-                record.mark("failed", f"{type(err).__name__}: {err}")
+                try:
+                    record.mark("failed", f"{type(err).__name__}: {err}")
+                except Exception as also:  # the lake itself failing (its metastore): err says
+                    log(f"run {run_id}: could not be recorded as failed ({type(also).__name__})"
+                        "; the next job on this lake marks it so")
             else:  # some units may be published: the run can only go forward, never `failed`
                 log(f"run {run_id}: its commit was interrupted ({type(err).__name__}); the next "
                     "job on this lake rolls it forward")
@@ -216,7 +221,8 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
 
 def exit_code(job: Callable[[], int]) -> int:
     """Run a job's main; a problem with its config or input is one line on stderr, exit 2;
-    a lake another job holds (LakeBusy) one line, exit 75: nothing done, try again later."""
+    a lake another job holds (LakeBusy) one line, exit 75: nothing done, try again later; a
+    shared metastore failing under the job one line, exit 1."""
     try:
         return job()
     except (ConfigError, InputError) as err:
@@ -225,3 +231,8 @@ def exit_code(job: Callable[[], int]) -> int:
     except LakeBusy as busy:
         print(f"sluice: {busy}", file=sys.stderr)
         return BUSY_EXIT
+    except Exception as err:
+        if (lost := metastore_failure(err)) is None:
+            raise
+        print(f"sluice: {lost}", file=sys.stderr)
+        return 1

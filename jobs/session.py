@@ -11,75 +11,22 @@ from __future__ import annotations
 import fcntl
 import os
 import shlex
-import socket
 import sys
-from urllib.parse import urlparse
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from jobs.config import ConfigError
-from jobs.lake_lock import MetastoreUnreachable, hold_metastore
+from jobs.lake_lock import hold_metastore
+from jobs.metastore import (
+    CONNECTION_URL,
+    METASTORE_URIS,
+    THRIFT_FAIL_FAST,
+    check_reachable,
+    metastore_conf,
+    shared_in_use,
+)
 from udfs.paths import is_local_path, local_path
-
-METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
-CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
-# A shared metastore that goes away mid-run is said after 3 tries 1 s apart, not Hive's
-# minutes of retries (one that is not there at all is found before Spark starts).
-THRIFT_FAIL_FAST = {
-    "spark.hadoop.hive.metastore.connect.retries": "3",
-    "spark.hadoop.hive.metastore.client.connect.retry.delay": "1s",
-}
-
-
-METASTORE_SCHEMA = {
-    "datanucleus.schema.autoCreateTables": "true",
-    "datanucleus.schema.autoCreateColumns": "true",
-    "datanucleus.schema.autoCreateConstraints": "false",
-    "hive.metastore.schema.verification": "false",
-}
-
-
-def check_reachable(chosen: dict[str, str], user: SparkConf, timeout_s: float = 5.0) -> None:
-    """Before Spark starts: a shared metastore (Thrift service, or PostgreSQL over JDBC) that
-    does not accept a connection is one line naming it, not Hive's minutes of retries."""
-    uris = user.get(METASTORE_URIS, None) or chosen.get(METASTORE_URIS)
-    url = user.get(CONNECTION_URL, None) or chosen.get(CONNECTION_URL, "")
-    targets = [u.strip() for u in uris.split(",")] if uris else []
-    if not targets and url.startswith("jdbc:postgresql://"):
-        targets = [url.removeprefix("jdbc:")]
-    for target in targets:
-        parsed = urlparse(target)
-        port = parsed.port or (9083 if parsed.scheme == "thrift" else 5432)
-        try:
-            socket.create_connection((parsed.hostname, port), timeout=timeout_s).close()
-        except OSError as err:
-            raise MetastoreUnreachable(
-                f"the lake's metastore {target} does not answer ({err.strerror or err}): "
-                "nothing was done; start it (scripts/metastore.sh start) or check "
-                "lake.metastore") from None
-
-
-def metastore_conf(metastore: str) -> dict[str, str]:
-    """The Spark settings of `lake.metastore` (conf/defaults.yaml): none for the embedded
-    Derby metastore (`embedded_catalog_conf` fills it in), the service's URI, or a direct
-    JDBC connection to the metastore's PostgreSQL database (its driver on the driver's
-    classpath: spark-submit --driver-class-path /usr/share/java/postgresql.jar)."""
-    if metastore.startswith("thrift://"):
-        return {METASTORE_URIS: metastore, **THRIFT_FAIL_FAST}
-    if metastore.startswith("jdbc:"):
-        return {
-            CONNECTION_URL: metastore,
-            "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
-            "spark.hadoop.javax.jdo.option.ConnectionUserName":
-                os.environ.get("SLUICE_METASTORE_USER", "sluice"),
-            "spark.hadoop.javax.jdo.option.ConnectionPassword":
-                os.environ.get("SLUICE_METASTORE_PASSWORD", ""),
-            # A new database gets the metastore's tables on first use (no schematool);
-            # DataNucleus's constraints fail on PostgreSQL and are not needed.
-            **{f"spark.hadoop.{k}": v for k, v in METASTORE_SCHEMA.items()},
-        }
-    return {}
 
 
 def lake_uri(root: str) -> str:
@@ -146,6 +93,8 @@ def build_session(
             hold_metastore(lake_root, run_id, app_name)
         check_metastore_free(lake_root)
     check_reachable(chosen, user)
+    shared_in_use(user.get(METASTORE_URIS, None) or chosen.get(METASTORE_URIS)
+                  or user.get(CONNECTION_URL, None) or chosen.get(CONNECTION_URL))
     builder = SparkSession.builder.enableHiveSupport()
     # Spark's placeholders (pyspark's, or spark-submit's script name) give way to ours.
     if user.get("spark.app.name") in (None, "pyspark-shell", os.path.basename(sys.argv[0])):

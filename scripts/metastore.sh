@@ -15,7 +15,8 @@
 #   SLUICE_METASTORE_PASSWORD=$(cat DIR/password)
 # Needs PostgreSQL (Debian: postgresql) and its JDBC driver (libpostgresql-jdbc-java); `make
 # setup-metastore` installs both. PostgreSQL will not run as root: as root it runs as the
-# postgres user, which then owns DIR/pg.
+# postgres user, which then owns DIR/pg. A PostgreSQL that goes down is retried 3 times, 1 s
+# apart, per call (Hive's default is 10 times 2 s): jobs then fail in seconds, in one line.
 set -euo pipefail
 
 cmd=${1:-status}
@@ -73,6 +74,7 @@ start_metastore() {
     --hiveconf datanucleus.schema.autoCreateColumns=true \
     --hiveconf datanucleus.schema.autoCreateConstraints=false \
     --hiveconf hive.metastore.schema.verification=false \
+    --hiveconf hive.hmshandler.retry.attempts=3 --hiveconf hive.hmshandler.retry.interval=1s \
     --hiveconf "hive.metastore.warehouse.dir=file://$dir/warehouse" \
     > "$dir/metastore.log" 2>&1 &
   echo $! > "$dir/metastore.pid"
@@ -87,8 +89,8 @@ start_metastore() {
 case "$cmd" in
   start)
     mkdir -p "$dir"
+    port_open "$pg_port" || start_postgres  # also after PostgreSQL alone went down
     if hms_pid > /dev/null; then echo "metastore: already running (pid $(hms_pid))"; exit 0; fi
-    port_open "$pg_port" || start_postgres
     start_metastore
     if [ ! -f "$dir/warmed" ]; then  # a new catalog: its tables made once, by one client
       "$python" scripts/metastore_warmup.py "thrift://127.0.0.1:$hms_port" "$dir" \
@@ -107,6 +109,10 @@ case "$cmd" in
     ;;
   status)
     if pid=$(hms_pid) && port_open "$hms_port"; then
+      if ! port_open "$pg_port"; then
+        echo "metastore: the service runs (pid $pid) but its PostgreSQL (127.0.0.1:$pg_port)" \
+          "does not: scripts/metastore.sh start"; exit 3
+      fi
       echo "metastore: running, thrift://127.0.0.1:$hms_port (pid $pid)"
     else
       echo "metastore: not running"; exit 3

@@ -56,7 +56,7 @@ def metastore(tmp_path_factory: pytest.TempPathFactory):
         status = subprocess.run([*script, "status", str(work / "ms")], cwd=REPO, env=env,
                                 capture_output=True, text=True)
         assert status.returncode == 0 and uri in status.stdout
-        yield {"uri": uri, "work": work}
+        yield {"uri": uri, "work": work, "env": env, "pg_port": env["SLUICE_PG_PORT"]}
     finally:
         subprocess.run([*script, "stop", str(work / "ms")], cwd=REPO, env=env, timeout=120)
         gone = subprocess.run([*script, "status", str(work / "ms")], cwd=REPO, env=env)
@@ -294,3 +294,61 @@ def test_a_metastore_that_is_not_there_is_one_line_within_seconds(tmp_path: Path
                      "answer (Connection refused): nothing was done; start it "
                      "(scripts/metastore.sh start) or check lake.metastore"]
     assert time.monotonic() - started < 30  # Hive alone retries for minutes
+
+
+def test_a_wrong_password_is_one_line_before_spark_starts(metastore, tmp_path: Path) -> None:
+    url = f"jdbc:postgresql://127.0.0.1:{metastore['pg_port']}/sluice"
+    started = time.monotonic()
+    job = filter_job(tmp_path / "lake", "x", url, SLUICE_METASTORE_PASSWORD="not-it")
+    out = job.communicate(timeout=120)[0]
+    assert job.returncode == 2, out[-2000:]
+    assert [line for line in out.splitlines() if line.startswith("sluice:")] == [
+        f"sluice: error: the lake's metastore database {url.removeprefix('jdbc:')} refused "
+        "the login of 'sluice' (password authentication failed for user \"sluice\"): check "
+        "SLUICE_METASTORE_USER and SLUICE_METASTORE_PASSWORD"]
+    assert time.monotonic() - started < 20  # Hive alone retries for ~50 s
+    assert not (tmp_path / "lake" / "tables").exists()  # nothing was made
+
+
+def test_postgresql_stopped_mid_run_is_one_line_and_the_next_job_goes_on(metastore,
+                                                                       tmp_path: Path) -> None:
+    """The metastore's database goes down while a job reads its input: the job ends with one
+    line naming the metastore (no traceback), nothing of it is visible; once PostgreSQL is
+    back (`scripts/metastore.sh start` restarts what is down) the next job commits and
+    records the cut-short run as failed."""
+    lake, uri = tmp_path / "lake", metastore["uri"]
+    job = filter_job(lake, "cut", uri, run_id="cut")
+    for line in job.stdout:
+        if "run cut, lake" in line:  # the lake is open, the run registered as running
+            break
+    pg_bin = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
+    stop = [str(pg_bin / "pg_ctl"), "-D", str(metastore["work"] / "ms/pg"), "-m", "fast",
+            "-w", "stop"]
+    if os.getuid() == 0:
+        stop = ["runuser", "-u", "postgres", "--", *stop]
+    subprocess.run(stop, check=True, capture_output=True, timeout=60)
+    stopped = time.monotonic()
+    try:
+        out = job.communicate(timeout=300)[0]
+        ended = time.monotonic() - stopped
+    finally:
+        script = [str(REPO / "scripts/metastore.sh")]
+        ms = str(metastore["work"] / "ms")
+        down = subprocess.run([*script, "status", ms], cwd=REPO, env=metastore["env"],
+                              capture_output=True, text=True)
+        subprocess.run([*script, "start", ms], cwd=REPO, env=metastore["env"], check=True,
+                       capture_output=True, timeout=180)
+    assert down.returncode == 3 and "PostgreSQL" in down.stdout, down.stdout
+    assert job.returncode == 1, out[-3000:]
+    said = [line for line in out.splitlines() if line.startswith("sluice:")]
+    assert len(said) == 1 and said[0].startswith(
+        f"sluice: the lake's metastore {uri} failed during the job ("), out[-3000:]
+    assert "Traceback" not in out
+    assert ended < 45, ended  # the service retries its database 3 times, 1 s apart
+    nxt = filter_job(lake, "next", uri, run_id="next")
+    out = nxt.communicate(timeout=400)[0]
+    assert nxt.returncode == 0, out[-3000:]
+    runs = {r["run_id"]: r["status"] for r in table(lake, "runs")}
+    assert runs == {"cut": "failed", "next": "succeeded"}
+    rows = table(lake, "bitext", ["corpus"])
+    assert {r["corpus"] for r in rows} == {"next"}
