@@ -6,6 +6,9 @@
 #                          and inputs relative to it)
 #   driver <args...>       Kubernetes: the driver pod Spark (or the spark-operator) starts
 #   executor               Kubernetes: an executor pod (settings from Spark's SPARK_* env)
+#   metastore              the Hive metastore service on PostgreSQL, for a lake many jobs and
+#                          spark-sql shells use at once (settings: METASTORE_DB_URL, _USER,
+#                          _PASSWORD_FILE, METASTORE_PORT; scripts/metastore_service.sh)
 #   anything else          run as is (bash, python3 -m training.train ..., spark-sql ...)
 # Settings, all from the environment:
 #   SPARK_MASTER_HOST (default: this host's name), SPARK_MASTER_PORT (7077),
@@ -19,7 +22,7 @@ SPARK_HOME=${SPARK_HOME:?SPARK_HOME must name the Spark distribution (the pyspar
 SLUICE_HOME=${SLUICE_HOME:-/opt/sluice}
 
 usage() {
-  sed -n '2,15s/^# \{0,1\}//p' "$0"
+  sed -n '2,18s/^# \{0,1\}//p' "$0"
 }
 
 cmd=${1:-help}
@@ -75,6 +78,24 @@ case "$cmd" in
       --hostname "$SPARK_EXECUTOR_POD_IP" \
       --resourceProfileId "${SPARK_RESOURCE_PROFILE_ID:-0}" \
       --podName "${SPARK_EXECUTOR_POD_NAME:-$(hostname)}"
+    ;;
+  metastore)
+    # Ready ($METASTORE_READY_FILE, default /tmp/metastore-ready: compose's healthcheck) once
+    # one client alone has made the catalog's tables (scripts/metastore_warmup.py): jobs that
+    # make them at once would wait on each other inside the service and time out.
+    cd "$SLUICE_HOME"
+    ready=${METASTORE_READY_FILE:-/tmp/metastore-ready}
+    rm -f "$ready"
+    scripts/metastore_service.sh &
+    service=$!
+    port=${METASTORE_PORT:-9083}
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+      kill -0 "$service" 2>/dev/null || { wait "$service"; exit $?; }
+      sleep 1
+    done
+    python3 scripts/metastore_warmup.py "thrift://127.0.0.1:$port" /tmp/metastore-warmup
+    touch "$ready"
+    wait "$service"
     ;;
   help | --help | -h)
     usage

@@ -59,24 +59,13 @@ start_postgres() {
 }
 
 start_metastore() {
-  [ -f "$jdbc_jar" ] || die "no PostgreSQL JDBC driver at $jdbc_jar (apt-get install libpostgresql-jdbc-java)"
-  local spark_home
-  spark_home=${SPARK_HOME:-$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')}
-  # The selector: without it log4j2 looks for the LMAX disruptor, which pyspark does not ship.
-  nohup java -Xmx512m -cp "$spark_home/jars/*:$jdbc_jar" \
-    -Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector \
-    org.apache.hadoop.hive.metastore.HiveMetaStore -p "$hms_port" \
-    --hiveconf "javax.jdo.option.ConnectionURL=jdbc:postgresql://127.0.0.1:$pg_port/sluice" \
-    --hiveconf javax.jdo.option.ConnectionDriverName=org.postgresql.Driver \
-    --hiveconf javax.jdo.option.ConnectionUserName=sluice \
-    --hiveconf "javax.jdo.option.ConnectionPassword=$(cat "$dir/password")" \
-    --hiveconf datanucleus.schema.autoCreateTables=true \
-    --hiveconf datanucleus.schema.autoCreateColumns=true \
-    --hiveconf datanucleus.schema.autoCreateConstraints=false \
-    --hiveconf hive.metastore.schema.verification=false \
-    --hiveconf hive.hmshandler.retry.attempts=3 --hiveconf hive.hmshandler.retry.interval=1s \
-    --hiveconf "hive.metastore.warehouse.dir=file://$dir/warehouse" \
-    > "$dir/metastore.log" 2>&1 &
+  # The service (scripts/metastore_service.sh) reads its password from a file and writes its
+  # settings into DIR/conf (mode 700): the password stays out of `ps`.
+  METASTORE_DB_URL="jdbc:postgresql://127.0.0.1:$pg_port/sluice" \
+    METASTORE_DB_PASSWORD_FILE="$dir/password" METASTORE_PORT="$hms_port" \
+    METASTORE_WAREHOUSE="file://$dir/warehouse" METASTORE_CONF_DIR="$dir/conf" \
+    SLUICE_JDBC_JAR="$jdbc_jar" PYTHON="$python" \
+    nohup "$(dirname "$0")/metastore_service.sh" > "$dir/metastore.log" 2>&1 &
   echo $! > "$dir/metastore.pid"
   for _ in $(seq 120); do
     port_open "$hms_port" && return 0

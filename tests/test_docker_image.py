@@ -274,3 +274,26 @@ def test_compose_is_a_cluster_with_a_shared_lake() -> None:
     shared = {lake_volume(name) for name in [*workers, *drivers]}
     assert len(shared) == 1 and None not in shared, f"{lake} is not one shared volume: {shared}"
     assert shared.pop() in compose.get("volumes", {})
+
+
+def test_compose_shares_one_metastore_service_on_postgresql() -> None:
+    """The driver's jobs use the metastore service, which starts after its database and is
+    healthy only once ready (the file the entrypoint's `metastore` role writes); both read
+    the database password from one secret."""
+    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    services = compose["services"]
+    metastore, postgres, driver = (services[n] for n in ("metastore", "postgres", "driver"))
+    assert metastore["command"] == ["metastore"]
+    env = metastore["environment"]
+    assert env["METASTORE_DB_URL"] == "jdbc:postgresql://postgres:5432/sluice"
+    assert env["METASTORE_DB_USER"] == postgres["environment"]["POSTGRES_USER"]
+    secret = "/run/secrets/metastore-db-password"
+    assert env["METASTORE_DB_PASSWORD_FILE"] == postgres["environment"][
+        "POSTGRES_PASSWORD_FILE"] == secret
+    assert "metastore-db-password" in compose["secrets"]
+    assert metastore["depends_on"]["postgres"]["condition"] == "service_healthy"
+    ready = metastore["healthcheck"]["test"][-1]
+    assert f"ready=${{METASTORE_READY_FILE:-{ready}}}" in ENTRYPOINT.read_text()
+    assert driver["depends_on"]["metastore"]["condition"] == "service_healthy"
+    args = driver["command"]
+    assert args[args.index("--set") + 1] == "lake.metastore=thrift://metastore:9083"

@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -352,3 +353,34 @@ def test_postgresql_stopped_mid_run_is_one_line_and_the_next_job_goes_on(metasto
     assert runs == {"cut": "failed", "next": "succeeded"}
     rows = table(lake, "bitext", ["corpus"])
     assert {r["corpus"] for r in rows} == {"next"}
+
+
+def test_the_images_metastore_role_serves_a_lake(metastore, tmp_path: Path) -> None:
+    """docker/entrypoint.sh `metastore` (compose's metastore service), run here on the
+    fixture's PostgreSQL: ready only after its warm-up, then a job commits through it."""
+    import pyspark
+
+    port = free_port()
+    ready = tmp_path / "ready"
+    env = job_env(SLUICE_HOME=str(REPO), SPARK_HOME=str(Path(pyspark.__file__).parent),
+                  PATH=f"{BIN}:{os.environ['PATH']}", METASTORE_PORT=str(port),
+                  METASTORE_DB_URL=f"jdbc:postgresql://127.0.0.1:{metastore['pg_port']}/sluice",
+                  METASTORE_DB_PASSWORD_FILE=str(metastore["work"] / "ms/password"),
+                  METASTORE_CONF_DIR=str(tmp_path / "conf"), METASTORE_READY_FILE=str(ready))
+    role = subprocess.Popen(["bash", str(REPO / "docker/entrypoint.sh"), "metastore"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and role.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert ready.exists(), role.communicate(timeout=5)[0][-3000:] if role.poll() else ""
+        assert "ConnectionPassword" not in subprocess.run(
+            ["ps", "-eo", "args"], capture_output=True, text=True).stdout  # in hive-site.xml
+        job = filter_job(tmp_path / "lake", "role", f"thrift://127.0.0.1:{port}")
+        out = job.communicate(timeout=400)[0]
+        assert job.returncode == 0, out[-3000:]
+    finally:
+        os.killpg(role.pid, signal.SIGTERM)
+        role.wait(timeout=60)
+    assert {r["status"] for r in table(tmp_path / "lake", "runs")} == {"succeeded"}
