@@ -259,7 +259,11 @@ class FilterRun:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     run_id = args.run_id or new_run_id(cfg.hash())  # a given one was checked in main()
-    spark, lake = open_lake("sluice-filter", cfg, run_id)
+    # The catalog opens beside the reading of the input (first row seconds sooner); a
+    # catalog table as input waits for it.
+    spark, lake = open_lake("sluice-filter", cfg, run_id, beside=True)
+    if any(inp.format == "table" for inp in cfg.inputs):
+        lake.ready()
     if cfg.pair_score.enabled:  # a missing model fails before any work
         load_pair_score_model(lake, cfg.pair, cfg.pair_score.model)
     inputs = [inp.model_dump() for inp in cfg.inputs]

@@ -33,13 +33,14 @@ import os
 import re
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from jobs.beside import Beside
 from jobs.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
 from jobs.lake_lock import CommitLock, RemoteLock, wait_for
 from jobs.progress import log
@@ -72,7 +73,10 @@ def partition_spec(partition: dict[str, str]) -> str:
 
 
 class Lake:
-    def __init__(self, spark: SparkSession, root: str, database: str) -> None:
+    def __init__(self, spark: SparkSession, root: str, database: str,
+                 open_catalog: bool = True) -> None:
+        """`open_catalog=False`: the caller opens it, now or beside its own work
+        (`open_beside`)."""
         self.spark = spark
         self.root = lake_uri(root)
         self.database = database
@@ -82,12 +86,40 @@ class Lake:
         self._escape = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
         self.torn: list[str] = []  # runs whose journals recover() quarantined
         self._exclusive_depth = 0  # commit() inside recover() takes the lock once
+        self._beside = Beside()
+        if open_catalog:
+            self.open_catalog()
+
+    def open_catalog(self) -> None:
         # Every catalog write of a job holds the commit lock: a shared metastore made by
         # scripts/metastore.sh has no unique constraints (DataNucleus cannot add them to
         # PostgreSQL), so two jobs adding the same database or partition at once would leave
         # it twice in the catalog.
         with self.exclusive("database"):
-            spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
+
+    # -- work beside the job's own (jobs/beside.py) --------------------------------------
+    def open_beside(self, then: Callable[[], None]) -> None:
+        """Open the catalog, then run `then`, in a thread beside the caller's work: every
+        catalog call of this lake waits for both (`ready`)."""
+        self._beside.submit(lambda: (self.open_catalog(), then()))
+
+    def when_ready(self, work: Callable[[], None]) -> None:
+        """Run `work` now, or queued behind the opening if that is still under way."""
+        if self._beside.busy():
+            self._beside.submit(work)
+        else:
+            self.ready()
+            work()
+
+    def ready(self) -> None:
+        """Wait for the work beside; its error, if it failed, is raised here (each time)."""
+        if (error := self._beside.failure()) is not None:
+            raise error
+
+    def failure(self) -> BaseException | None:
+        """The error of the work beside, once it is done; None if it succeeded."""
+        return self._beside.failure()
 
     # -- paths ---------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> str:
@@ -105,6 +137,7 @@ class Lake:
         )
 
     def qualified(self, table: str) -> str:
+        self.ready()  # a name of the catalog: it must be open to be used
         return f"`{self.database}`.`{table}`"
 
     def _fs(self, path: str):
@@ -155,6 +188,7 @@ class Lake:
     def ensure_table(self, table: str, schema: StructType, partition_cols: list[str]) -> None:
         """Create the table if missing; add columns a newer version of the job produces.
         Under the commit lock: two jobs on a shared metastore would both find it missing."""
+        self.ready()
         with self.exclusive(f"schema of {table}"):
             self._ensure_table(table, schema, partition_cols)
 
@@ -195,6 +229,7 @@ class Lake:
 
     def succeeded(self, run_id: str) -> bool:
         """Whether a run with this id has committed (its id is then taken for good)."""
+        self.ready()
         if not self.spark.catalog.tableExists(f"{self.database}.runs"):
             return False
         self.spark.catalog.refreshTable(f"{self.database}.runs")
@@ -231,6 +266,7 @@ class Lake:
             lock.release()
 
     def commit(self, run_id: str, flips: list[Flip]) -> None:
+        self.ready()
         with self.exclusive(run_id):
             self._commit(run_id, flips)
 
@@ -271,6 +307,7 @@ class Lake:
         (torn by a crash while written: then no unit was published yet) is quarantined and
         its run marked failed. Returns the run ids rolled forward. Under the commit lock: a
         journal still there once it is ours belongs to a job that died."""
+        self.ready()
         with self.exclusive("recover"):
             return self._recover()
 

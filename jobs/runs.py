@@ -87,11 +87,13 @@ class RunRecord:
         self.lake.commit(f"{self.run_id}-{status}", [self.flip(status, error)])
 
 
-def open_lake(app_name: str, cfg: JobConfig,
-              run_id: str | None = None) -> tuple[SparkSession, Lake]:
-    """The session and lake of a job config (`lake`, `spark` sections)."""
+def open_lake(app_name: str, cfg: JobConfig, run_id: str | None = None,
+              beside: bool = False) -> tuple[SparkSession, Lake]:
+    """The session and lake of a job config (`lake`, `spark` sections); `beside`: see
+    `open_lake_at`."""
     conf = {**metastore_conf(cfg.lake.metastore), **cfg.spark.conf}
-    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, conf, run_id)
+    return open_lake_at(app_name, cfg.lake.root, cfg.lake.database, conf, run_id,
+                        beside=beside)
 
 
 # What any lake that ever opened holds (a lake on a shared metastore has no metastore_db).
@@ -112,19 +114,32 @@ def check_lake_exists(root: str) -> None:
 
 
 def open_lake_at(app_name: str, root: str, database: str, conf: dict[str, str] | None = None,
-                 run_id: str | None = None, existing: bool = False) -> tuple[SparkSession, Lake]:
+                 run_id: str | None = None, existing: bool = False, beside: bool = False
+                 ) -> tuple[SparkSession, Lake]:
     """The session and lake at `root`, with interrupted commits rolled forward and dead runs
     marked failed. On a local lake with the embedded metastore the job first takes the
     lake's metastore lock (`run_id` names it to others); LakeBusy if another job has it.
     `existing`: a job that reads or tidies a lake (report, gc) refuses a root holding none,
-    so a mistyped --lake does not become a new, empty lake."""
+    so a mistyped --lake does not become a new, empty lake. `beside`: the catalog opens
+    (and the lake is settled) in a thread beside the job's first work, which must not touch
+    the catalog but through the lake (jobs/beside.py): the first row is read seconds sooner."""
     if existing:
         check_lake_exists(root)
     log(f"{app_name}: starting Spark")
     spark = build_session(app_name, root, conf=conf, lock=True, run_id=run_id)
     log(f"{app_name}: Spark {spark.version} on {spark.sparkContext.master} "
         f"({spark.sparkContext.defaultParallelism} cores); opening the lake at {root}")
-    lake = Lake(spark, root, database)
+    lake = Lake(spark, root, database, open_catalog=False)
+    if beside:
+        lake.open_beside(lambda: settle(lake))
+    else:
+        lake.open_catalog()
+        settle(lake)
+    return spark, lake
+
+
+def settle(lake: Lake) -> None:
+    """Roll forward interrupted commits; mark failed the runs whose jobs are gone."""
     for run_id in lake.recover():
         log(f"rolled forward the interrupted commit of run {run_id}")
     torn = [re.sub(r"-(running|succeeded|failed)$", "", run_id) for run_id in lake.torn]
@@ -133,9 +148,8 @@ def open_lake_at(app_name: str, root: str, database: str, conf: dict[str, str] |
     # where no leases are kept (a remote lake), only the embedded metastore tells: it admits
     # one job at a time, so a run still `running` is dead.
     dead = dead_runs(lake)
-    if dead or embedded_metastore(spark):
+    if dead or embedded_metastore(lake.spark):
         mark_failed(lake, "killed: found running by a later job", dead)
-    return spark, lake
 
 
 def dead_runs(lake: Lake) -> list[str] | None:
@@ -192,18 +206,24 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     first, then its rows in tables keyed by `run_id` alone (its stats), the `runs` row last.
     Seeing a run's stats means its data is in place; `succeeded` means all of it is."""
     check_run_id(run_id)
-    if lake.succeeded(run_id):
-        raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
-                          "give a new --run-id (or none: one is made up)")
     record = RunRecord(spark, lake, run_id, job, cfg.resolved(), cfg.hash(), inputs)
-    with run_lease(lake.root, run_id):  # while it is held, no other job takes the run for dead
+
+    def register() -> None:
+        if lake.succeeded(run_id):
+            raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
+                              "give a new --run-id (or none: one is made up)")
         record.mark("running")
         log(f"run {run_id}, lake {lake.root}")
+
+    with run_lease(lake.root, run_id):  # while it is held, no other job takes the run for dead
+        lake.when_ready(register)  # beside the work while a lake opened `beside` opens
         try:
             own = {"run_id": run_id}
             flips = sorted(execute(), key=lambda flip: flip.partition == own)  # stable: data first
             lake.commit(run_id, [*flips, record.flip("succeeded")])
         except BaseException as err:
+            if (unregistered := lake.failure()) is not None:
+                raise unregistered from None  # the lake did not open or take the run: its error
             if not lake.committing(run_id):
                 try:
                     record.mark("failed", f"{type(err).__name__}: {err}")

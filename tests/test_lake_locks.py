@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -104,3 +105,43 @@ def test_a_run_lease_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
     assert run_alive(root, "mine") is False
     assert not (tmp_path / "locks/runs/mine.lock").exists()  # a finished run leaves no file
     assert run_alive("hdfs://nn:8020/lake", "x") is None  # no leases on a remote lake
+
+
+def test_the_filter_job_reads_its_input_while_the_catalog_opens(tmp_path: Path) -> None:
+    """Opening the catalog is off the critical path (jobs/beside.py): with the lake's commit
+    lock held elsewhere, so that the catalog cannot open, the filter job still reads its
+    input and stages it; it registers and commits its run once the lock is free."""
+    from tests.integration_helpers import BIN, JIT_OPTS, spark_env
+
+    lake = tmp_path / "lake"
+    lock = CommitLock(str(lake))
+    lock.wait("another job", 5)
+    data = REPO / "tests" / "data"
+    job = subprocess.Popen(
+        [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / "jobs/filter.py"),
+         "--pair", "zh-en", "--corpus", "early", "--input", str(data / "tatoeba-zh-en.zh"),
+         str(data / "tatoeba-zh-en.en"), "--lake", str(lake), "--run-id", "early"],
+        cwd=REPO, env={**spark_env(), "SPARK_SUBMIT_OPTS": JIT_OPTS},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    staged = threading.Event()
+
+    def read() -> None:
+        for line in job.stdout:
+            seen.append(line)
+            if "ingest into bitext_raw zh-en/early: done" in line:
+                staged.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert staged.wait(timeout=120), "".join(seen)[-3000:]  # while the lock is held
+        assert not any("run early, lake" in line for line in seen)  # not registered yet
+    finally:
+        lock.release()
+    job.wait(timeout=600)
+    reader.join(timeout=60)
+    out = "".join(seen)
+    assert job.returncode == 0, out[-3000:]
+    assert "committed run early" in out
+    assert out.index("ingest into bitext_raw zh-en/early: done") < out.index("run early, lake")
