@@ -16,7 +16,7 @@ SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
 # $SPARK_HOME/conf, SPARK_HOME being the package.
 LOG4J  := $(VENV)/spark-conf.stamp
 
-.PHONY: setup-metastore setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
+.PHONY: test-fast setup-metastore setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
 setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
 
@@ -107,6 +107,10 @@ test: setup
 	scripts/install_metastore_deps.sh || \
 	  echo "warning: no PostgreSQL (above): tests/test_shared_metastore.py fails"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
+
+# The fast tier, for the edit-test loop: no whole job, spark-submit, cluster or service.
+test-fast: setup
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not integration" --durations=10 tests
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -24,7 +24,7 @@ from jobs.config import FilterConfig
 from jobs.lake import Lake
 from jobs.layout import Layout
 from jobs.refresh_units import SOURCE_COLUMN, SOURCE_FILE
-from jobs.stages import KEY_HASH, STAGES, dedup_rules, mark_duplicates
+from jobs.stages import KEY_HASH, STAGES, dedup_rules, key_hashes, mark_duplicates
 from udfs.dedup import dedup_key
 
 # Stages a row reaches alive at dedup: dedup itself and the pair scorers after it.
@@ -66,11 +66,9 @@ def with_key_hashes(rows: DataFrame, cfg: FilterConfig) -> DataFrame:
     rows committed before sluice stored them."""
     src = dedup_key(F.col("src"), cfg.dedup)
     tgt = dedup_key(F.lit(None).cast("string") if cfg.mono else F.col("tgt"), cfg.dedup)
-    keys = {"dup_key": F.xxhash64(F.concat_ws("\t", src, tgt)),
-            "dup_key_src": F.xxhash64(src), "dup_key_tgt": F.xxhash64(tgt)}
-    hashes = ["dup_key"] if cfg.mono else list(KEY_HASH.values())
     return rows.withColumns({
-        h: F.coalesce(F.col(h), keys[h]) if h in rows.columns else keys[h] for h in hashes})
+        h: F.coalesce(F.col(h), key) if h in rows.columns else key
+        for h, key in key_hashes(src, tgt, cfg.mono).items()})
 
 
 class RefreshDedup:

@@ -156,14 +156,19 @@ def with_dedup_keys(df: DataFrame, cfg: FilterConfig) -> DataFrame:
     # Each side's key as a column of its own: Spark then computes it once for every hash.
     df = df.withColumns({"_key_src": dedup_key(F.col("src"), cfg.dedup),
                          "_key_tgt": dedup_key(F.col("tgt"), cfg.dedup)})
-    keys = {
-        "duplicate": F.concat_ws("\t", "_key_src", "_key_tgt"),
-        "duplicate_source": F.col("_key_src"),
-        "duplicate_target": F.col("_key_tgt"),
-    }
-    stored = ["duplicate"] if cfg.mono else list(KEY_HASH)
-    df = df.withColumns({KEY_HASH[rule]: F.xxhash64(keys[rule]) for rule in stored})
+    df = df.withColumns(key_hashes(F.col("_key_src"), F.col("_key_tgt"), cfg.mono))
     return df.drop("_key_src", "_key_tgt")
+
+
+def key_hashes(src_key: Column, tgt_key: Column, mono: bool) -> dict[str, Column]:
+    """Each stored dedup key hash (`dup_key*`) from the two sides' dedup keys (null for a
+    monolingual row's target). The one definition: a filter run stores these hashes and a
+    refresh matches committed rows by them (jobs/refresh_dedup.py), so two definitions that
+    drifted apart would silently stop lake-wide dedup."""
+    keys = {"duplicate": F.concat_ws("\t", src_key, tgt_key),
+            "duplicate_source": src_key, "duplicate_target": tgt_key}
+    stored = ["duplicate"] if mono else list(KEY_HASH)
+    return {KEY_HASH[rule]: F.xxhash64(keys[rule]) for rule in stored}
 
 
 def mark_duplicates(df: DataFrame, cfg: FilterConfig,

@@ -153,3 +153,26 @@ def test_distinct_real_lines_keep_distinct_keys(keys: dict) -> None:
 
 def test_null_text_has_null_key(keys: dict) -> None:
     assert all(value is None for conf, value in keys["null"].items() if conf != "id")
+
+
+@pytest.mark.parametrize("extra", [{"pair": "zh-en"}, {"lang": "zh"}])
+def test_filter_and_refresh_hash_the_same_keys(spark, extra: dict) -> None:
+    """The hashes a filter run stores with every row are the ones a refresh computes for
+    committed rows that lack them: one definition (jobs/stages.py `key_hashes`). A
+    monolingual run stores only the pair key."""
+    from jobs.config import load_config
+    from jobs.refresh_dedup import with_key_hashes
+    from jobs.stages import with_dedup_keys
+
+    cfg = load_config(extra=extra)
+    zh, en = lines("tatoeba-zh-en.zh")[:300], lines("tatoeba-zh-en.en")[:300]
+    rows = [(i, z, None if cfg.mono else e) for i, (z, e) in enumerate(zip(zh, en, strict=True))]
+    df = spark.createDataFrame(rows, "row_id long, src string, tgt string")
+    stored = with_dedup_keys(df, cfg).drop("dup_of")
+    recomputed = with_key_hashes(df, cfg)
+    assert sorted(stored.columns) == sorted(recomputed.columns)
+    hashes = [c for c in stored.columns if c.startswith("dup_key")]
+    assert hashes == (["dup_key"] if cfg.mono else ["dup_key", "dup_key_src", "dup_key_tgt"])
+    assert stored.orderBy("row_id").collect() == recomputed.select(stored.columns).orderBy(
+        "row_id").collect()
+    assert stored.select(*hashes).distinct().count() > 250  # real, distinct keys
