@@ -17,6 +17,8 @@ from jobs.config import LANGUAGES, ConfigError, InputConf, load_config, parse_ov
 from jobs.ingest import InputError, read_input, text_problem
 from jobs.session import check_metastore_free
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 
 def tatoeba_pairs(data_dir: Path, n: int) -> list[tuple[str, str]]:
     zh = (data_dir / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines()

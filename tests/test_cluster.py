@@ -26,6 +26,8 @@ from integration_helpers import (
 )
 from standalone_cluster import standalone_cluster
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 SHUFFLE = "spark.sql.shuffle.partitions"
 # Executors of one core each, one per worker; small enough for two on this machine. Their
 # JVMs compile with C1 only, as the tests' other JVMs do (conftest.py).

@@ -30,6 +30,8 @@ from jobs.config import JobConfig, LakeConf, SparkConf
 from jobs.lake import MARKER, Flip, Lake
 from jobs.runs import run_and_commit
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 CORPORA = ["wmt#21"]  # escaped in paths: wmt%2321
 RAW, BITEXT, STATS = "vis_raw", "vis_bitext", "vis_stats"
 OUTCOMES = [{"outcome": "clean"}, {"outcome": "rejected"}]

@@ -23,6 +23,8 @@ import pytest
 
 from jobs.filter import main
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 DB = "determinism"
 # What the second run changes: rows land in other partitions and other Arrow batches.
 OTHER_PARTITIONING = {

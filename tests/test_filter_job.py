@@ -14,6 +14,8 @@ import pytest
 from tests.integration_helpers import BIN, query_lake, spark_env, spark_sql, spark_submit
 from udfs.chinese import to_simplified
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 DATA = Path(__file__).resolve().parent / "data"
 CONF = Path(__file__).resolve().parent.parent / "conf"
 RUSSIAN = (DATA / "tatoeba-ru-en.ru").read_text(encoding="utf-8").splitlines()

@@ -21,6 +21,8 @@ from integration_helpers import BIN, REPO, spark_env, spark_submit
 
 from jobs.lake_lock import BUSY_EXIT
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 BAD_RUN_ID = "../escape"
 NOISE = ("Traceback", "Exception", "\tat ", "Lost task")
 

@@ -107,6 +107,7 @@ def test_a_run_lease_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
     assert run_alive("hdfs://nn:8020/lake", "x") is None  # no leases on a remote lake
 
 
+@pytest.mark.integration
 def test_the_filter_job_reads_its_input_while_the_catalog_opens(tmp_path: Path) -> None:
     """Opening the catalog is off the critical path (jobs/beside.py): with the lake's commit
     lock held elsewhere, so that the catalog cannot open, the filter job still reads its

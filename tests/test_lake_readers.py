@@ -16,6 +16,8 @@ import pytest
 import yaml
 from integration_helpers import BIN, REPO, query_lake, spark_env, spark_submit, submit_to
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 CORPORA = ["opus:2024", "wmt#21", "新闻"]
 
 

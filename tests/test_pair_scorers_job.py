@@ -16,6 +16,8 @@ import pytest
 
 from jobs.filter import main
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 DATA = Path(__file__).resolve().parent / "data"
 CONF = Path(__file__).resolve().parent.parent / "conf"
 DB = "scorers_it"

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from integration_helpers import query_lake, spark_env, spark_submit, submit_to
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 DATA = Path(__file__).resolve().parent / "data"
 TATOEBA = [str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en")]
 # Thresholds B against the defaults (A): punctuation loosened 0.3 -> 0.5 (re-admits rows),

@@ -28,6 +28,8 @@ import pyarrow.dataset as ds
 import pytest
 from integration_helpers import BIN, REPO, alongside, query_lake, spark_env
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 ROWS = ["row_id", "corpus", "file", "line", "outcome", "reject_rule", "dup_of", "src", "tgt"]
 
 

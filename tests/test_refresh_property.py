@@ -24,6 +24,8 @@ from jobs.lake import Lake
 from jobs.refresh import refresh
 from jobs.refresh_config import load_refresh_config
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 COLUMNS = ["row_id", "corpus", "file", "line", "outcome", "reject_rule", "dup_of", "src", "tgt"]
 CORPORA = ("crawl", "news")
 LAKES = itertools.count()  # a database each: the tests share one metastore

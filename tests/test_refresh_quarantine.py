@@ -10,7 +10,10 @@ import random
 from pathlib import Path
 
 import pyarrow.dataset as ds
+import pytest
 from test_refresh_property import Sources, config, rows, run_refresh
+
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
 
 def write_gz(path: Path, lines: list[str], cut: bool = False) -> None:

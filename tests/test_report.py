@@ -19,6 +19,8 @@ from integration_helpers import REPO, spark_submit
 from jobs.config import load_config
 from jobs.report_thresholds import grouped, passes, rule_thresholds, what_if_grid
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 RUN_ID = "report-1"
 # Columns of `bitext` that are not scores.
 NOT_SCORES = {"row_id", "line", "dup_of", "dup_key", "dup_key_src", "dup_key_tgt"}

@@ -27,6 +27,8 @@ import pytest
 import yaml
 from integration_helpers import JIT_OPTS
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 REPO = Path(__file__).resolve().parent.parent
 SCHEDULE = REPO / "examples" / "schedule"
 DATA = REPO / "tests" / "data"

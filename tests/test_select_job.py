@@ -17,6 +17,8 @@ import pytest
 
 from tests.integration_helpers import spark_submit, submit_to
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 SELECT = Path(__file__).resolve().parent / "data" / "select"
 METHODS4 = ("moore_lewis", "fasttext_domain", "embedding_knn", "kmeans_domains")
 LOWER_IS_BETTER = {"moore_lewis", "lm_fluency"}

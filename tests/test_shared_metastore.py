@@ -26,6 +26,8 @@ from standalone_cluster import standalone_cluster
 
 from jobs.session import spark_sql_command
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 TATOEBA = [str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en")]

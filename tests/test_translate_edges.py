@@ -12,6 +12,8 @@ import pytest
 from jobs import filter as filter_job
 from jobs import translate
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 DB = "bt_edges"
 
 

@@ -15,6 +15,8 @@ from integration_helpers import BT_MAX_IN as MAX_IN
 from integration_helpers import BT_MAX_OUT as MAX_OUT
 from integration_helpers import BT_STREAMS as STREAMS
 
+pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
+
 
 @pytest.fixture(scope="module")
 def lake(translate_lake: dict) -> dict:
