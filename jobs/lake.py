@@ -416,32 +416,3 @@ def gc(lake: Lake) -> list[str]:
         removed.append(f"{lake.root}/trash")
         lake.empty_trash()
     return removed
-
-
-def main(argv: list[str] | None = None) -> int:
-    """python -m jobs.lake gc --lake ROOT: roll forward interrupted commits, mark dead runs
-    failed, remove staged data of finished runs and superseded data."""
-    import argparse
-
-    from jobs.runs import exit_code, open_lake_at
-
-    p = argparse.ArgumentParser(prog="python -m jobs.lake", description=main.__doc__)
-    p.add_argument("command", choices=["gc"])
-    p.add_argument("--lake", required=True, help="lake root (local path, hdfs://, s3a://)")
-    p.add_argument("--database", default="sluice")
-    args = p.parse_args(argv)
-
-    def collect() -> int:
-        _, lake = open_lake_at("sluice-gc", args.lake, args.database, existing=True)
-        removed = gc(lake)
-        log(f"removed {len(removed)} unreferenced directories from {lake.root}")
-        for path in removed:
-            log(f"  {path}")
-        lake.spark.stop()
-        return 0
-
-    return exit_code(collect)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -19,7 +19,7 @@ is the base) and `--set` over that config, then decides again:
   and `embed_margin` compares each row with the other alive rows of its hash group. Rows
   that stay alive keep the original run's scores (its aligner, its margin neighbours).
 
-The new run commits like a filter run (jobs/filter.py `FilterRun`, jobs/runs.py
+The new run commits like a filter run (jobs/filter_run.py `FilterRun`, jobs/runs.py
 `run_and_commit`): its rows replace the original run's (pair, corpus) partitions, with its own
 run id, filter_stats and a `runs` row (job `redecide`, inputs `[{"redecide_of": RUN_ID}]`, the
 new resolved config); `bitext_raw` is left as it is. Settings that change how a score is
@@ -48,7 +48,7 @@ from jobs.config import (
     read_yaml,
     stored_filter_config,
 )
-from jobs.filter import FilterRun
+from jobs.filter_run import FilterRun
 from jobs.lake import Flip, Lake, check_run_id, sql_string
 from jobs.layout import MONO_RENAMES, Layout
 from jobs.pair_score_model import load as load_pair_score_model

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import ConfigError, InputConf
-from jobs.filter import FilterRun
+from jobs.filter_run import FilterRun
 from jobs.ingest import RAW_COLUMNS, read_input, union_all
 from jobs.lake import Flip, Lake, check_run_id, write_staged
 from jobs.lake_lock import LakeBusy, RemoteLock, local_lock

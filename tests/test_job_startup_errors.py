@@ -83,7 +83,7 @@ def test_report_refuses_a_directory_that_holds_no_lake(tmp_path: Path) -> None:
 def gc_mistyped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CompletedProcess]:
     mistyped = tmp_path_factory.mktemp("gc") / "no-such-lake"
     done = subprocess.run(
-        [sys.executable, "-m", "jobs.lake", "gc", "--lake", str(mistyped)], cwd=REPO,
+        [sys.executable, "-m", "jobs.lake_gc", "--lake", str(mistyped)], cwd=REPO,
         env=spark_env(), capture_output=True, text=True, timeout=300)
     return mistyped, done
 

@@ -126,7 +126,7 @@ def test_training_reads_the_table_directory(lake) -> None:
 
 
 def test_gc_command_keeps_the_tables(lake) -> None:
-    done = subprocess.run([sys.executable, "-m", "jobs.lake", "gc", "--lake", str(lake["lake"])],
+    done = subprocess.run([sys.executable, "-m", "jobs.lake_gc", "--lake", str(lake["lake"])],
                           cwd=REPO, env=spark_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "unreferenced directories" in done.stdout
