@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,34 @@ class SqlShell:
         self.proc.wait(timeout=60)
 
 
+class ParquetReader:
+    """A plain Parquet reader (pyarrow, no catalog) counting a table's rows per corpus in a
+    loop until stopped; keeps each count and every error."""
+
+    def __init__(self, table: Path) -> None:
+        self.table, self.seen, self.errors = table, [], []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        import pyarrow.dataset as ds
+
+        while not self.stop.is_set():
+            try:
+                if self.table.exists():
+                    rows = ds.dataset(self.table, partitioning="hive").to_table(
+                        columns=["corpus"]).column("corpus").to_pylist()
+                    self.seen.append(Counter(rows))
+            except Exception as err:  # a file gone between listing and reading, say
+                self.errors.append(f"{type(err).__name__}: {err}")
+            time.sleep(0.3)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=60)
+
+
 def refresh_config(root: Path, lake: Path, uri: str, corpus: str, sources: Path) -> Path:
     path = root / f"refresh-{lake.name}.yaml"
     path.write_text(f"extends: {REPO}/conf/zh-en.yaml\n"
@@ -175,7 +204,7 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
     pool = ["--corpus", "pool", "--input", str(DATA / "select/pool-zh-en.tsv")]
     done = subprocess.run([SUBMIT, "--master", "local[1]", str(REPO / "jobs/filter.py"),
                            "--pair", "zh-en", *pool, "--lake", str(lake), "--set",
-                           f"lake.metastore={uri}"], cwd=REPO, env=job_env(),
+                           f"lake.metastore={uri}", "--run-id", "pool"], cwd=REPO, env=job_env(),
                           capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     select = ["--pair", "zh-en", "--corpus", "pool", "--seed",
@@ -206,7 +235,12 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
         started[f"sel{tag}"] = submit("select", *select, "--run-id", f"sel{tag}")
         return started
 
-    shell = SqlShell(lake, uri)
+    shell, parquet = SqlShell(lake, uri), ParquetReader(lake / "tables" / "bitext")
+    report = subprocess.Popen(  # the report of the pool's run, made while the others commit
+        [SUBMIT, "--master", "local[1]", "--conf", f"spark.hadoop.hive.metastore.uris={uri}",
+         str(REPO / "jobs/report.py"), "--lake", str(lake), "--run", "pool", "--out",
+         str(tmp_path / "report.html")], cwd=REPO, env=job_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
     try:
         with standalone_cluster(tmp_path / "cluster", job_env(), cores=3,
                                 memory="3g") as cluster:
@@ -217,8 +251,18 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
             said = {name: p.communicate(timeout=600)[0] for name, p in at_once.items()}
             assert len(cluster.status()["completedapps"]) == len(at_once)
         time.sleep(3)  # a query or more after every commit
+        reported = report.communicate(timeout=600)[0]
     finally:
         shell.close()
+        parquet.close()
+    assert report.returncode == 0, reported[-3000:]
+    assert "run pool" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    # A plain Parquet reader listing the table again and again: each corpus's unit whole or
+    # not there yet, never part of it, and no read failed on a file a commit moved.
+    assert parquet.errors == [], parquet.errors[:5]
+    assert len(parquet.seen) >= 5
+    assert all(n == 1500 for seen in parquet.seen for c, n in seen.items() if c in "abk")
+    assert any("a" not in seen for seen in parquet.seen) and "a" in parquet.seen[-1]
     for name, proc in at_once.items():
         if name == "k":  # SIGKILL (137 through spark-submit)
             assert proc.returncode in (-9, 137), said[name][-3000:]
