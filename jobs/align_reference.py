@@ -14,17 +14,22 @@ driver on one thread (udfs/align.py: ~300-560 pairs/s).
 
 from __future__ import annotations
 
-import argparse
-import gzip
+import os
 import sys
-from pathlib import Path
 
-from jobs.config import ConfigError, load_config
-from jobs.ingest import InputError
-from jobs.models import AlignerStore
-from jobs.progress import log
-from jobs.runs import exit_code, open_lake
-from udfs.align import train_alignment
+_JOBS = os.path.dirname(os.path.realpath(__file__))  # see jobs/filter.py
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _JOBS]
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from jobs.config import ConfigError, load_config  # noqa: E402
+from jobs.ingest import InputError  # noqa: E402
+from jobs.models import AlignerStore  # noqa: E402
+from jobs.progress import log  # noqa: E402
+from jobs.runs import exit_code, open_lake  # noqa: E402
+from udfs.align import train_alignment  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -6,11 +6,17 @@ of finished runs and the data commits superseded (jobs/lake.py `gc`).
 
 from __future__ import annotations
 
-import argparse
+import os
+import sys
 
-from jobs.lake import gc
-from jobs.progress import log
-from jobs.runs import exit_code, open_lake_at
+_JOBS = os.path.dirname(os.path.realpath(__file__))  # see jobs/filter.py
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _JOBS]
+
+import argparse  # noqa: E402
+
+from jobs.lake import gc  # noqa: E402
+from jobs.progress import log  # noqa: E402
+from jobs.runs import exit_code, open_lake_at  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
