@@ -7,27 +7,40 @@ input, which needs neither; every catalog call of the lake waits for that work f
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 
 class Beside:
+    """One daemon thread running queued work in order. A daemon: a job that fails on its own
+    (bad input) exits at once rather than wait for the work beside (a commit lock can take
+    minutes); work cut short so is a crash the next job rolls forward."""
+
     def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
+        self._queue: queue.Queue[tuple[Callable[[], None], Future]] = queue.Queue()
         self._futures: list[Future] = []
-        self._worker: int | None = None
+        self._worker: threading.Thread | None = None
 
     def submit(self, work: Callable[[], None]) -> None:
-        """Queue `work` after what is queued already (one thread: in order)."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-beside")
+        """Queue `work` after what is queued already."""
+        future: Future = Future()
+        self._futures.append(future)
+        self._queue.put((work, future))
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._run, name="sluice-beside", daemon=True)
+            self._worker.start()
 
-        def run() -> None:
-            self._worker = threading.get_ident()
-            work()
-
-        self._futures.append(self._pool.submit(run))
+    def _run(self) -> None:
+        while True:
+            work, future = self._queue.get()
+            try:
+                work()
+            except BaseException as err:  # handed to whoever waits
+                future.set_exception(err)
+            else:
+                future.set_result(None)
 
     def busy(self) -> bool:
         """Whether work is queued or running (so more work should queue behind it)."""
@@ -36,7 +49,7 @@ class Beside:
     def failure(self) -> BaseException | None:
         """Wait for everything queued; the first error it raised, if any. From the worker
         thread itself: no wait (its own work is what is running)."""
-        if threading.get_ident() == self._worker:
+        if threading.current_thread() is self._worker:
             return None
         for future in self._futures:
             if (error := future.exception()) is not None:
