@@ -35,7 +35,7 @@ METASTORE_SCHEMA = {
 # connection itself broke.
 CATALOG_FAILURE = re.compile(
     r"SCHEMA_NOT_FOUND|MetaException|HiveException|TTransportException|JDOFatal|"
-    r"Unable to instantiate .*MetaStoreClient|metastore", re.IGNORECASE)
+    r"Unable to instantiate \S*MetaStoreClient|Could not connect to meta store")
 
 _in_use: str | None = None  # the shared metastore this process's session opened
 

@@ -261,7 +261,7 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
     # not there yet, never part of it, and no read failed on a file a commit moved.
     assert parquet.errors == [], parquet.errors[:5]
     assert len(parquet.seen) >= 5
-    assert all(n == 1500 for seen in parquet.seen for c, n in seen.items() if c in "abk")
+    assert all(n == 1500 for seen in parquet.seen for c, n in seen.items() if c in ("a", "b", "k"))
     assert any("a" not in seen for seen in parquet.seen) and "a" in parquet.seen[-1]
     for name, proc in at_once.items():
         if name == "k":  # SIGKILL (137 through spark-submit)
