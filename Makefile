@@ -10,7 +10,9 @@ export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
 TINY   := models/tiny-multi-zh-en-ct2
-SUBMIT := $(VENV)/bin/spark-submit --master 'local[2]'
+# `sluice JOB` is spark-submit of jobs/JOB.py with the venv's Spark and Python: each echoed line
+# works as printed from any shell (jobs/kit/launcher.py).
+SUBMIT := $(VENV)/bin/sluice --master 'local[2]'
 # Spark's own logging for every spark-submit/spark-sql of the venv: warnings only (Spark's
 # default is INFO), and its JVM settings (conf/spark-defaults.conf). pyspark's launcher reads
 # $SPARK_HOME/conf, SPARK_HOME being the package.
@@ -45,20 +47,20 @@ $(KENLM): | $(STAMP)
 	  echo "warning: lmplz not built (above); n-gram LMs are trained with VariKN instead"
 
 demo: setup
-	$(SUBMIT) jobs/filter.py --config conf/demo.yaml
+	$(SUBMIT) filter --config conf/demo.yaml
 
 # Back-/forward-translation on the bundled sample: monolingual Tatoeba text into mono_clean,
 # then FTST with a tiny model trained here (~20 s).
 demo-bt: setup $(TINY)
-	$(SUBMIT) jobs/filter.py --lang zh --corpus tatoeba --input tests/data/tatoeba-zh-en.zh
-	$(SUBMIT) jobs/filter.py --lang en --corpus tatoeba --input tests/data/tatoeba-zh-en.en
-	$(SUBMIT) jobs/translate.py --config conf/demo-ftst.yaml
+	$(SUBMIT) filter --lang zh --corpus tatoeba --input tests/data/tatoeba-zh-en.zh
+	$(SUBMIT) filter --lang en --corpus tatoeba --input tests/data/tatoeba-zh-en.en
+	$(SUBMIT) translate --config conf/demo-ftst.yaml
 
 # In-domain selection on the bundled mixed-domain pool: medical pairs by Moore-Lewis and a
 # fastText classifier against a held-apart TICO-19 seed (conf/select-zh-en.yaml).
 demo-select: setup
-	$(SUBMIT) jobs/filter.py --pair zh-en --corpus pool --input tests/data/select/pool-zh-en.tsv
-	$(SUBMIT) jobs/select.py --config conf/select-zh-en.yaml
+	$(SUBMIT) filter --pair zh-en --corpus pool --input tests/data/select/pool-zh-en.tsv
+	$(SUBMIT) select --config conf/select-zh-en.yaml
 
 # Incremental refreshes (conf/refresh-zh-en.yaml): a first crawl dump and a Moses release
 # land in incoming/zh-en/ and are filtered; a second run finds nothing new ("up to date");
@@ -68,27 +70,27 @@ demo-refresh: setup
 	cp tests/data/anki-cmn-zh-en.tsv.gz incoming/zh-en/crawl/anki-001.tsv.gz
 	cp tests/data/tatoeba-zh-en.zh incoming/zh-en/wmt/tatoeba.zh
 	cp tests/data/tatoeba-zh-en.en incoming/zh-en/wmt/tatoeba.en
-	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
-	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml
 	paste tests/data/align_tatoeba_zh-en.zh tests/data/align_tatoeba_zh-en.en \
 	  > incoming/zh-en/crawl/anki-002.tsv
-	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml
-	$(SUBMIT) jobs/refresh.py --config conf/refresh-zh-en.yaml --full
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --full
 
 # A learned pair_score (README "pair_score"): trained on the bundled Tatoeba pairs with
 # negatives made from them, saved in lake/models/pair_score/zh-en/, then used by a filter run
 # of the Anki pairs (the pair_score column, and its rejections in the funnel).
 PAIR_SCORE_NAME ?= tatoeba-$(shell date +%Y%m%d-%H%M%S)
 demo-pair-score: setup
-	$(SUBMIT) jobs/train_pair_score.py --config conf/zh-en.yaml --name $(PAIR_SCORE_NAME) \
+	$(SUBMIT) train-pair-score --config conf/zh-en.yaml --name $(PAIR_SCORE_NAME) \
 	  --input tests/data/tatoeba-zh-en.zh tests/data/tatoeba-zh-en.en
-	$(SUBMIT) jobs/filter.py --config conf/zh-en.yaml --corpus anki \
+	$(SUBMIT) filter --config conf/zh-en.yaml --corpus anki \
 	  --input tests/data/anki-cmn-zh-en.tsv.gz --set pair_score.enabled=true
 
 # The demo run's HTML report (README "Seeing a run"): report.html, which opens offline.
 .PHONY: demo-report
 demo-report: demo
-	$(SUBMIT) jobs/report.py --lake lake --out report.html
+	$(SUBMIT) report --lake lake --out report.html
 
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.train --config conf/train/tiny-multi-zh-en.yaml

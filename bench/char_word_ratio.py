@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.config import load_config
+from jobs.filtering.config import load_config
 from udfs.tokens import tokenize
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared/data"

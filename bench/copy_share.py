@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from jobs.config import load_config  # noqa: E402
+from jobs.filtering.config import load_config  # noqa: E402
 from udfs.rules import copied_words, copy_share  # noqa: E402
 
 THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)

@@ -157,9 +157,9 @@ def write_input(rows: list[dict[str, Any]], path: Path) -> None:
 
 def train_aligner(spark: Any, root: Path, data: Path) -> str:
     """A reference aligner on distinct newstest en-de 2014-2020 pairs, saved in the lake."""
-    from jobs.config import load_config
-    from jobs.lake import Lake
-    from jobs.models import AlignerStore
+    from jobs.filtering.config import load_config
+    from jobs.lake.models import AlignerStore
+    from jobs.lake.store import Lake
     from udfs.align import train_alignment
 
     folder = data / "bitext/newstest" / PAIR
@@ -181,10 +181,10 @@ def train_aligner(spark: Any, root: Path, data: Path) -> str:
 def train_pair_score(spark: Any, root: Path, data: Path, n_pairs: int) -> dict[str, Any]:
     """The pair_score of bench/pair_score.py's en-de training set, saved in the lake."""
     from bench.pair_score import newstest, spread
-    from jobs.config import load_config
-    from jobs.lake import Lake
-    from jobs.pair_score_model import save
-    from jobs.train_pair_score import train
+    from jobs.filtering.config import load_config
+    from jobs.filtering.pair_score_model import save
+    from jobs.lake.store import Lake
+    from jobs.scorer_training.pair_score import train
 
     cfg = load_config(None, ["embedding.enabled=true"], {"pair": PAIR})
     pairs = spread(newstest(data, PAIR, range(2017, 2020)), n_pairs)
@@ -199,7 +199,7 @@ def train_full_model(root: Path, data: Path, work: Path) -> dict[str, Any]:
     """The issue's evaluation set-up: `jobs/train_pair_score.py --input` on newstest en-de
     2014-2019 (the years' files one after another, so each line's neighbour is its
     document's next sentence), the reference aligner and embeddings (margin_k 4) on."""
-    from jobs.train_pair_score import main
+    from jobs.scorer_training.pair_score import main
 
     src, tgt = PAIR.split("-")
     folder = data / "bitext/newstest" / PAIR
@@ -243,7 +243,7 @@ def run_sets(run: str) -> list[str]:
 
 
 def filter_run(run: str, tsv: Path, root: Path) -> int:
-    from jobs.filter import main
+    from jobs.filtering.job import main
 
     argv = ["--pair", PAIR, "--corpus", run, "--input", str(tsv), "--format", "tsv",
             "--lake", str(root), "--run-id", f"crawl-dev-{run}-{time.time_ns()}",
@@ -389,8 +389,8 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 "
                           "-XX:ReservedCodeCacheSize=240m")
-    from jobs.config import load_config
-    from jobs.session import build_session
+    from jobs.filtering.config import load_config
+    from jobs.lake.session import build_session
 
     started = time.time()
     dev = load_dev()

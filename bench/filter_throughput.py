@@ -25,10 +25,11 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from jobs.config import InputConf, load_config
-from jobs.ingest import read_input
-from jobs.session import build_session
-from jobs.stages import dedup, normalize_and_analyze, score_and_decide
+from jobs.filtering.config import load_config
+from jobs.filtering.stages import dedup, normalize_and_analyze, score_and_decide
+from jobs.kit.config import InputConf
+from jobs.kit.ingest import read_input
+from jobs.lake.session import build_session
 from udfs.sides import SideOptions, analyze_texts
 
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")

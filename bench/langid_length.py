@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from jobs.config import load_config  # noqa: E402
+from jobs.filtering.config import load_config  # noqa: E402
 from udfs.langid import identify_all  # noqa: E402
 from udfs.rules import expected_lang_threshold  # noqa: E402
 from udfs.sides import SideOptions, normalize_text  # noqa: E402

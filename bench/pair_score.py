@@ -27,9 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from jobs.config import load_config  # noqa: E402
-from jobs.pair_score_model import KEEP_VALID, NEGATIVE_KINDS, auc, fit, negatives  # noqa: E402
-from jobs.stages import rule_row  # noqa: E402
+from jobs.filtering.config import load_config  # noqa: E402
+from jobs.filtering.pair_score_model import KEEP_VALID, NEGATIVE_KINDS, auc, fit, negatives  # noqa: E402
+from jobs.filtering.stages import rule_row  # noqa: E402
 from udfs.pair_features import available, feature_columns, score_python  # noqa: E402
 
 FLORES_COLUMN = {"zh": "zho_Hans", "ru": "rus", "de": "deu", "en": "eng"}
@@ -60,7 +60,7 @@ def spread(pairs: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
 
 
 def feature_table(spark, pairs: list[tuple[str, str]], cfg, held: bool):
-    from jobs.train_pair_score import scored
+    from jobs.scorer_training.pair_score import scored
 
     src_lang, tgt_lang = cfg.langs
     rows = [(s, t, 1, "clean", held) for s, t in pairs]

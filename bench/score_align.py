@@ -33,7 +33,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from jobs.session import build_session
+from jobs.lake.session import build_session
 from udfs.align import SCORE_COLUMNS, add_alignment_scores, train_alignment
 from udfs.align_model import AlignmentModel
 

@@ -1,4 +1,4 @@
-"""Precision of in-domain selection (jobs/select.py) on real multi-domain pools.
+"""Precision of in-domain selection (jobs/select_data.py) on real multi-domain pools.
 
     python bench/select_precision.py --out /tmp/select-precision.json
     python bench/select_precision.py --pairs zh-en --targets medical --pool-per-domain 500
@@ -19,7 +19,7 @@ and pool share no document), so the seed is a dev set of the domain, not the poo
 neighbours. A target gives its seed at most half its pairs.
 
 The pool goes into a lake through jobs/filter.py (third TSV column = the domain, kept in
-`extra`), then per target one jobs/select.py run combines moore_lewis, fasttext_domain,
+`extra`), then per target one jobs/select_data.py run combines moore_lewis, fasttext_domain,
 embedding_knn and kmeans_domains with `--top N`, N = the target's rows in the clean pool.
 Reported per method (its own score in the `scores` map) and for the combination (the job's
 `selected`): precision at N, the share of target rows among the N best. A random selection's

@@ -1,4 +1,4 @@
-"""Scoring throughput of the selection job (jobs/select.py) against its libraries alone.
+"""Scoring throughput of the selection job (jobs/select_data.py) against its libraries alone.
 
     python bench/select_throughput.py --rows 50000 --out /tmp/select-throughput.json
     python bench/select_throughput.py --rows 1000000 --methods moore_lewis,fasttext_domain
@@ -6,7 +6,7 @@
 Builds a zh-en pool of --rows pairs from ../shared/data (WMT21-23 system outputs, zh-en and
 en-zh directions; past the 199k real pairs they repeat with a ` (k)` suffix on both sides, so
 dedup keeps them), filters it into a lake with jobs/filter.py (reused on a later run with the
-same --rows and --work), and runs jobs/select.py once on the clean pool with the --methods
+same --rows and --work), and runs jobs/select_data.py once on the clean pool with the --methods
 and a 500-pair TICO-19 seed. Each method's scoring stage is timed from the job's own log
 (`score <method>: done in X s`; kmeans_domains: its pool encoding plus its scoring), and its
 CPU time from /proc over the whole spark-submit process tree (JVM, Python driver, Python

@@ -93,10 +93,10 @@ def plain_ct2(ct2: Path, texts: list[str], method: str, batch_tokens: int,
 def spark_job(ct2: Path, texts: list[str], method: str, batch_tokens: int, device: str,
               lake_dir: Path, partitions: int) -> tuple[float, int, list[list[str]]]:
 
-    from jobs.lake import Lake
-    from jobs.session import build_session
-    from jobs.translate import TranslateRun
-    from jobs.translate_config import load_translate_config
+    from jobs.lake.session import build_session
+    from jobs.lake.store import Lake
+    from jobs.translation.config import load_translate_config
+    from jobs.translation.job import TranslateRun
 
     spark = build_session("sluice-bench-translate", str(lake_dir), f"local[{THREADS}]",
                           {"spark.ui.enabled": "false",

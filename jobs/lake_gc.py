@@ -1,42 +1,10 @@
-"""Tidy a lake: roll forward interrupted commits, mark dead runs failed, remove the staged data
-of finished runs and the data commits superseded (jobs/lake.py `gc`).
+"""Delete the lake's files no table points at any more (superseded partitions, dead runs).
 
-    python -m jobs.lake_gc --lake ROOT [--database sluice]
-"""
+    python -m jobs.lake_gc --lake ./lake
 
-from __future__ import annotations
+The job is jobs.lake.cleanup; this is the script spark-submit runs (README "Architecture")."""
 
-import os
-import sys
-
-_JOBS = os.path.dirname(os.path.realpath(__file__))  # see jobs/filter.py
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _JOBS]
-
-import argparse  # noqa: E402
-
-from jobs.lake import gc  # noqa: E402
-from jobs.progress import log  # noqa: E402
-from jobs.runs import exit_code, open_lake_at  # noqa: E402
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jobs.lake_gc", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lake", required=True, help="lake root (local path, hdfs://, s3a://)")
-    p.add_argument("--database", default="sluice")
-    args = p.parse_args(argv)
-
-    def collect() -> int:
-        _, lake = open_lake_at("sluice-gc", args.lake, args.database, existing=True)
-        removed = gc(lake)
-        log(f"removed {len(removed)} unreferenced directories from {lake.root}")
-        for path in removed:
-            log(f"  {path}")
-        lake.spark.stop()
-        return 0
-
-    return exit_code(collect)
-
+from jobs.lake.cleanup import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -32,7 +32,7 @@ def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(lake_root: Path):
-    from jobs.session import build_session
+    from jobs.lake.session import build_session
 
     session = build_session(
         "sluice-tests",
@@ -79,10 +79,10 @@ def scored_config(lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="session")
 def scored_tatoeba(spark, lake_root: Path, scored_config: Path) -> dict:
-    """`scored_config` run by `jobs.filter.main` in this session's JVM (local[2]) as det-1:
+    """`scored_config` run by `jobs.filtering.job.main` in this session's JVM (local[2]) as det-1:
     test_determinism.py's first run, and the local[2] reference that test_cluster.py's
     cluster run of the same config must equal."""
-    from jobs.filter import main
+    from jobs.filtering.job import main
 
     assert main(["--config", str(scored_config), "--run-id", "det-1"]) == 0
     return {"config": scored_config, "lake": lake_root / SCORED_DB, "database": SCORED_DB,

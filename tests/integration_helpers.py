@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import yaml
 
-from jobs.session import embedded_catalog_conf
+from jobs.lake.session import embedded_catalog_conf
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -128,7 +128,7 @@ def build_translate_lake(root: Path, data_dir: Path, get_model: Callable[[], Pat
     (bt2) from flags, and bt1's synthetic pairs fed back through the filter job (fb1); then
     every table the tests look at, read once. `get_model` (the tiny model, trained on first
     use) runs while the two filter runs do: neither needs the other."""
-    from jobs.translate import model_id
+    from jobs.translation.job import model_id
 
     lake = root / "lake"
     en = root / "mono.en"

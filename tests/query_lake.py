@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from jobs.session import build_session
+from jobs.lake.session import build_session
 
 
 def main(lake: str, queries: dict[str, str]) -> None:

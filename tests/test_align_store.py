@@ -1,5 +1,6 @@
-"""Which aligner a filter run scores with (jobs/pair_scores.py `choose_aligner`, the lake's
-aligner store in jobs/models.py), in this session's JVM on the real zh-en Tatoeba pairs of
+"""Which aligner a filter run scores with (jobs/filtering/pair_scores.py
+`choose_aligner`, the lake's
+aligner store in jobs/lake/models.py), in this session's JVM on the real zh-en Tatoeba pairs of
 tests/data/align_tatoeba_zh-en.{zh,en}: trained and saved by name with a manifest, reused by
 name or as `latest` without training, a missing name refused, too few pairs to train on
 falling back to a saved aligner or to no scores (with a warning), per-pair thresholds."""
@@ -13,12 +14,13 @@ import pandas as pd
 import pytest
 
 import udfs.align
-from jobs.align_reference import main as align_reference
-from jobs.config import ConfigError, load_config
-from jobs.lake import Lake
-from jobs.models import AlignerStore
-from jobs.pair_scores import align_stage, check_aligner, choose_aligner
-from jobs.runs import exit_code
+from jobs.filtering.config import load_config
+from jobs.filtering.pair_scores import align_stage, check_aligner, choose_aligner
+from jobs.kit.config import ConfigError
+from jobs.lake.models import AlignerStore
+from jobs.lake.runs import exit_code
+from jobs.lake.store import Lake
+from jobs.scorer_training.align_reference import main as align_reference
 
 DATA = Path(__file__).resolve().parent / "data"
 ZH, EN = DATA / "align_tatoeba_zh-en.zh", DATA / "align_tatoeba_zh-en.en"
@@ -53,7 +55,7 @@ def frame(spark, pairs: list[tuple[str, str]]):
 @pytest.fixture()
 def logged(monkeypatch) -> list[str]:
     lines: list[str] = []
-    monkeypatch.setattr("jobs.pair_scores.log", lines.append)
+    monkeypatch.setattr("jobs.filtering.pair_scores.log", lines.append)
     return lines
 
 

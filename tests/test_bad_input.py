@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from integration_helpers import REPO, spark_env, spark_submit
 
-from jobs.config import LANGUAGES, ConfigError, InputConf, load_config, parse_override
-from jobs.ingest import InputError, read_input, text_problem
-from jobs.session import check_metastore_free
+from jobs.filtering.config import load_config
+from jobs.kit.config import LANGUAGES, ConfigError, InputConf, parse_override
+from jobs.kit.ingest import InputError, read_input, text_problem
+from jobs.lake.session import check_metastore_free
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -192,7 +193,7 @@ def test_invalid_yaml_in_set_is_one_line_exit_2(tmp_path: Path) -> None:
 # -- 6. a busy embedded metastore ----------------------------------------------------------
 HOLDER = """
 import sys
-from jobs.session import build_session
+from jobs.lake.session import build_session
 spark = build_session("holder", sys.argv[1], master="local[1]", conf={"spark.ui.enabled": "false"})
 spark.sql("SHOW DATABASES").collect()  # boots the embedded Derby metastore
 print("ready", flush=True)

@@ -1,4 +1,4 @@
-"""jobs/beside.py: work beside a job's own, in order, its error raised to whoever waits, and
+"""jobs/lake/beside.py: work beside a job's own, in order, its error raised to whoever waits, and
 never keeping a failed job from exiting."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from jobs.beside import Beside
+from jobs.lake.beside import Beside
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def test_the_worker_does_not_wait_for_itself() -> None:
 
 def test_a_job_failing_on_its_own_exits_without_waiting() -> None:
     seconds = 60  # the work beside would take this long (a commit lock held elsewhere)
-    script = ("import time\nfrom jobs.beside import Beside\nb = Beside()\n"
+    script = ("import time\nfrom jobs.lake.beside import Beside\nb = Beside()\n"
               f"b.submit(lambda: time.sleep({seconds}))\nraise SystemExit(2)\n")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, timeout=seconds)

@@ -1,4 +1,4 @@
-"""What readers see while a run commits (jobs/lake.py `Lake.commit`, jobs/runs.py
+"""What readers see while a run commits (jobs/lake/store.py `Lake.commit`, jobs/lake/runs.py
 `run_and_commit`), issue 22. A run's units are published one by one, so killed mid-commit a
 reader may see some of them new and others old. What holds, at every step of the commit,
 through the catalog and through pyarrow on `<root>/tables/` alike:
@@ -25,10 +25,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-import jobs.lake
-from jobs.config import JobConfig, LakeConf, SparkConf
-from jobs.lake import MARKER, Flip, Lake
-from jobs.runs import run_and_commit
+import jobs.lake.store
+from jobs.kit.config import JobConfig, LakeConf, SparkConf
+from jobs.lake.runs import run_and_commit
+from jobs.lake.store import MARKER, Flip, Lake
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -299,7 +299,7 @@ def test_on_hdfs_a_unit_reads_empty_for_a_moment_but_never_mixed(spark, lake_roo
     make_tables(lake)
     run_job(lake, "h0")
     local = [s for _, s in record_steps(lake, "h1")]
-    monkeypatch.setattr(jobs.lake, "exchange", lambda a, b: False)
+    monkeypatch.setattr(jobs.lake.store, "exchange", lambda a, b: False)
     steps = record_steps(lake, "h2")
     only_here = [k for k, (_, s) in enumerate(steps) if s not in local]
     assert len(only_here) == 5, steps  # per unit (registering made its directory): 1 + 4

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.config import DedupConf
+from jobs.filtering.config import DedupConf
 from udfs.dedup import dedup_key
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -158,11 +158,11 @@ def test_null_text_has_null_key(keys: dict) -> None:
 @pytest.mark.parametrize("extra", [{"pair": "zh-en"}, {"lang": "zh"}])
 def test_filter_and_refresh_hash_the_same_keys(spark, extra: dict) -> None:
     """The hashes a filter run stores with every row are the ones a refresh computes for
-    committed rows that lack them: one definition (jobs/stages.py `key_hashes`). A
+    committed rows that lack them: one definition (jobs/filtering/stages.py `key_hashes`). A
     monolingual run stores only the pair key."""
-    from jobs.config import load_config
-    from jobs.refresh_dedup import with_key_hashes
-    from jobs.stages import with_dedup_keys
+    from jobs.filtering.config import load_config
+    from jobs.filtering.stages import with_dedup_keys
+    from jobs.refreshing.dedup import with_key_hashes
 
     cfg = load_config(extra=extra)
     zh, en = lines("tatoeba-zh-en.zh")[:300], lines("tatoeba-zh-en.en")[:300]

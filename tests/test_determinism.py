@@ -9,7 +9,7 @@ choice of the sample is exercised, not only its order. Before the fix (fast_alig
 threads, a partition-dependent sample, embeddings and margins by partition and Arrow batch)
 the second run differed on ~1,300 rows of each alignment log-prob, ~1,060 of align_coverage
 and ~890 of embed_cosine.
-Runs `jobs.filter.main` in the test session's JVM, in a database of its own; the first run is
+Runs `jobs.filtering.job.main` in the test session's JVM, in a database of its own; the first run is
 conftest.py's `scored_tatoeba` (test_cluster.py compares its cluster run with it too).
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobs.filter import main
+from jobs.filtering.job import main
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import InputConf, load_config
-from jobs.ingest import InputError, read_input
-from jobs.stages import normalize_and_analyze, score_and_decide
+from jobs.filtering.config import load_config
+from jobs.filtering.stages import normalize_and_analyze, score_and_decide
+from jobs.kit.config import InputConf
+from jobs.kit.ingest import InputError, read_input
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = str(REPO / "models/lid.176.ftz")

@@ -12,11 +12,13 @@ import pytest
 from integration_helpers import spark_submit
 from test_bad_input import one_error_line
 
-from jobs import ingest, refresh_manifest
-from jobs.config import ConfigError, InputConf, load_config
-from jobs.ingest import InputError, read_input
-from jobs.refresh_config import SourceConf, load_refresh_config
-from jobs.refresh_manifest import (
+from jobs.filtering.config import load_config
+from jobs.kit import ingest
+from jobs.kit.config import ConfigError, InputConf
+from jobs.kit.ingest import InputError, read_input
+from jobs.refreshing import manifest as refresh_manifest
+from jobs.refreshing.config import SourceConf, load_refresh_config
+from jobs.refreshing.manifest import (
     MANIFEST_SCHEMA,
     hadoop_files,
     list_sources,
@@ -24,7 +26,7 @@ from jobs.refresh_manifest import (
     read_manifest,
     read_manifest_files,
 )
-from jobs.select_config import load_select_config
+from jobs.selection.config import load_select_config
 
 PAIRS = [("你好。", "Hello."), ("谢谢。", "Thank you."), ("再见。", "Goodbye.")]
 SECRET = "root:x:0:0:root\t/root:/bin/bash\n"  # what a link to /etc/passwd would read
@@ -52,7 +54,7 @@ def planted(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def said(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What jobs/progress.py `log` is given by the listings."""
+    """What jobs/kit/progress.py `log` is given by the listings."""
     lines: list[str] = []
     monkeypatch.setattr(ingest, "log", lines.append, raising=False)
     monkeypatch.setattr(refresh_manifest, "log", lines.append)
@@ -113,7 +115,7 @@ def test_refresh_listings_skip_symlinks_alike(spark, planted: Path, said: list[s
 @pytest.mark.parametrize("name", ["../../../../x", "a/b", "..", ".hidden"])
 def test_model_names_cannot_leave_the_model_store(name: str, tmp_path: Path, capsys) -> None:
     """`train_pair_score.py --name ../../../../x` wrote outside the model store."""
-    from jobs.train_pair_score import main
+    from jobs.scorer_training.pair_score import main
 
     lake = tmp_path / "lake"
     assert main(["--config", "conf/zh-en.yaml", "--name", name, "--lake", str(lake)]) == 2
@@ -167,7 +169,7 @@ def test_a_corpus_name_longer_than_a_directory_name_is_refused(spark, tmp_path: 
 def test_a_corrupt_manifest_file_is_one_line_naming_it(spark, tmp_path: Path, capsys) -> None:
     """A garbage .parquet file in the manifest raised pyarrow's ArrowInvalid (a traceback) in
     every refresh's quick check; Spark's read of it (a refresh --full) is one line too."""
-    from jobs.refresh import main
+    from jobs.refreshing.job import main
 
     part = tmp_path / "lake" / "tables" / "input_files" / "key=zh-en"
     part.mkdir(parents=True)

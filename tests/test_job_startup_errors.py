@@ -3,7 +3,7 @@ failure after the work, or a new lake where a path was mistyped), and two jobs o
 lake with the embedded metastore are one commit and one line with exit 75 (busy: try later),
 not a crash of ~18,000 lines.
 
-Every command is the real one (spark-submit, `python -m jobs.lake`). Those refused before
+Every command is the real one (spark-submit, `python -m jobs.lake.store`). Those refused before
 Spark starts are told apart by what they leave: no `metastore_db/` (Spark's catalog makes it
 as it starts), no lake directory."""
 
@@ -19,7 +19,7 @@ import pyarrow.dataset as ds
 import pytest
 from integration_helpers import BIN, REPO, spark_env, spark_submit
 
-from jobs.lake_lock import BUSY_EXIT
+from jobs.lake.lock import BUSY_EXIT
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 

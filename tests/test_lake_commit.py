@@ -1,4 +1,4 @@
-"""The lake's commit protocol (jobs/lake.py): a run killed before or at any step of its commit
+"""The lake's commit protocol (jobs/lake/store.py): a run killed before or at any step of its commit
 never shows readers a mix of old and new rows — through the catalog or through pyarrow on the
 table's directory — and the next job rolls an interrupted commit forward."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from jobs.config import ConfigError
-from jobs.lake import MARKER, Flip, Lake, check_run_id, gc
+from jobs.kit.config import ConfigError, check_run_id
+from jobs.lake.store import MARKER, Flip, Lake, gc
 
 TABLE = "commit_probe"
 OUTCOMES = [{"outcome": "clean"}, {"outcome": "rejected"}]

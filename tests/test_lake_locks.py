@@ -1,6 +1,6 @@
 """Jobs sharing a lake (issue 24): commits and roll-forwards take the lake's commit lock one at a
 time, a job never rolls forward a journal whose owner is alive, and a run's lease tells a live
-run from a dead one (jobs/lake_lock.py CommitLock, RunLease; jobs/lake.py `Lake.exclusive`).
+run from a dead one (jobs/lake/lock.py CommitLock, RunLease; jobs/lake/store.py `Lake.exclusive`).
 The other job is a real second process; a crash is SIGKILL."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.lake_lock import CommitLock, LakeBusy, RunLease, run_alive, run_lease
+from jobs.lake.lock import CommitLock, LakeBusy, RunLease, run_alive, run_lease
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 # while, then deletes its journal and lets go (or is killed before it does).
 COMMITTING = """
 import os, sys, time
-from jobs.lake_lock import CommitLock
+from jobs.lake.lock import CommitLock
 root, run_id, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 CommitLock(root).wait(run_id, 5)
 journal = os.path.join(root, "journal", run_id + ".json")
@@ -38,7 +38,7 @@ os.unlink(journal)
 
 LEASE = """
 import sys, time
-from jobs.lake_lock import RunLease
+from jobs.lake.lock import RunLease
 RunLease(sys.argv[1], sys.argv[2]).acquire(sys.argv[2])
 print("held", flush=True)
 time.sleep(600)
@@ -70,7 +70,7 @@ def test_a_commit_waits_its_turn_and_gives_up_after_its_timeout(tmp_path: Path) 
 def test_no_job_rolls_forward_a_journal_whose_owner_is_applying_it(spark, tmp_path: Path) -> None:
     """A second job opening the lake while the first applies its journal waits, and finds
     nothing to roll forward; a journal whose owner was killed is rolled forward."""
-    from jobs.lake import Lake
+    from jobs.lake.store import Lake
 
     root = tmp_path / "lake"
     lake = Lake(spark, str(root), "locks_db")
@@ -109,7 +109,7 @@ def test_a_run_lease_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_the_filter_job_reads_its_input_while_the_catalog_opens(tmp_path: Path) -> None:
-    """Opening the catalog is off the critical path (jobs/beside.py): with the lake's commit
+    """Opening the catalog is off the critical path (jobs/lake/beside.py): with the lake's commit
     lock held elsewhere, so that the catalog cannot open, the filter job still reads its
     input and stages it; it registers and commits its run once the lock is free."""
     from tests.integration_helpers import BIN, JIT_OPTS, spark_env

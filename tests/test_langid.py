@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.config import load_config
-from jobs.stages import rule_failures, score_columns
+from jobs.filtering.config import load_config
+from jobs.filtering.stages import rule_failures, score_columns
 from udfs import langid
 from udfs.chinese import to_simplified
 from udfs.langid import correct_label, identify, identify_all, load_model

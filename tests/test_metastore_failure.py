@@ -1,12 +1,12 @@
-"""jobs/metastore.py `metastore_failure`: which errors of a running job are the shared
+"""jobs/lake/metastore.py `metastore_failure`: which errors of a running job are the shared
 metastore failing under it (one line naming it), and which are not (their own traceback)."""
 
 from __future__ import annotations
 
 import pytest
 
-from jobs import metastore
-from jobs.metastore import metastore_failure, shared_in_use
+from jobs.lake import metastore
+from jobs.lake.metastore import metastore_failure, shared_in_use
 
 URI = "thrift://127.0.0.1:9083"
 # First lines of what the driver raised in tests/test_shared_metastore.py's runs.

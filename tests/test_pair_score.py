@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from jobs.pair_score_model import NEGATIVE_KINDS, auc, negatives
+from jobs.filtering.pair_score_model import NEGATIVE_KINDS, auc, negatives
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -56,7 +56,7 @@ def test_negatives_of_each_kind() -> None:
 
 def test_a_fuzzy_negative_is_the_most_alike_other_target() -> None:
     """On real English targets: a sentence's fuzzy match shares its words, never its text."""
-    from jobs.pair_score_model import nearest_targets
+    from jobs.filtering.pair_score_model import nearest_targets
 
     targets = ["The weather is very nice today.", "Tom is reading a book in the garden.",
                "The weather was very nice yesterday.", "Tom is reading a book in the garden.",
@@ -69,7 +69,7 @@ def test_a_fuzzy_negative_is_the_most_alike_other_target() -> None:
 
 
 def test_document_neighbours_come_from_the_next_line() -> None:
-    from jobs.train_pair_score import with_neighbours
+    from jobs.scorer_training.pair_score import with_neighbours
 
     lines = [("a", "A"), ("b", "B"), ("", "C"), ("d", "D")]
     assert with_neighbours(lines) == [("a", "A", "b", "B"), ("b", "B", None, None),
@@ -77,7 +77,7 @@ def test_document_neighbours_come_from_the_next_line() -> None:
 
 
 def test_a_threshold_fitted_to_a_run_moves_down_only_and_not_past_the_floor() -> None:
-    from jobs.pair_score_stage import fitted_threshold
+    from jobs.filtering.pair_score_stage import fitted_threshold
 
     model = {"threshold": 0.8, "threshold_floor": 0.4, "clean_quantiles": {"0.5": 0.95}}
     assert fitted_threshold(model, 0.95) == pytest.approx(0.8)  # like the training data
@@ -96,7 +96,7 @@ def test_auc() -> None:
 @pytest.fixture(scope="module")
 def trained(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """A pair_score model trained on the 1,500 real Tatoeba zh-en pairs, in its lake."""
-    from jobs.train_pair_score import main
+    from jobs.scorer_training.pair_score import main
 
     lake = tmp_path_factory.mktemp("pair_score") / "lake"
     code = main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "tatoeba",
@@ -139,9 +139,9 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
     """Real pairs the model never saw, and the same pairs with their target cut short: the
     filter stores `pair_score` on every row that reaches the scorers, equal to the model's
     own arithmetic, and rejects the cut ones far more often."""
-    from jobs.filter import main
-    from jobs.lake import Lake
-    from jobs.pair_score_model import load
+    from jobs.filtering.job import main
+    from jobs.filtering.pair_score_model import load
+    from jobs.lake.store import Lake
 
     lake, model = trained
     pairs = anki_pairs(200)
@@ -168,8 +168,8 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
     assert [s["rule"] for s in step] == ["pair_score"]
     assert step[0]["rows_rejected"] == sum(r["reject_rule"] == "pair_score" for r in rows)
     # The stored score is the model's arithmetic on the stored scores' features.
-    from jobs.config import load_config
-    from jobs.stages import rule_row
+    from jobs.filtering.config import load_config
+    from jobs.filtering.stages import rule_row
     from udfs.pair_features import feature_columns, score_python
 
     row = rule_row(load_config(REPO / "conf/zh-en.yaml"))
@@ -184,8 +184,8 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
 
 def test_errors_are_one_line(spark, trained, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    from jobs.filter import main as filter_main
-    from jobs.train_pair_score import main as train_main
+    from jobs.filtering.job import main as filter_main
+    from jobs.scorer_training.pair_score import main as train_main
 
     lake, _ = trained
     config = str(REPO / "conf/zh-en.yaml")
@@ -235,7 +235,7 @@ def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trai
     pairs under pair_score.fit_min_rows. Each corpus gets one threshold, stored on its scored
     rows: fitted (between the model's floor and its own threshold) where it has the rows, the
     model's where not. A re-decide reads them back (same fates), and a min_score overrides."""
-    from jobs.filter import main
+    from jobs.filtering.job import main
 
     lake, model = trained
     pairs = anki_pairs(330)
@@ -287,8 +287,8 @@ def test_trained_from_the_lakes_clean_rows_with_their_document_neighbours(spark,
                                                                           tmp_path: Path) -> None:
     """`--where` on the lake's clean rows: the positives and their next clean line of the same
     file come from `bitext_clean`, and every negative kind is made and measured."""
-    from jobs.filter import main as filter_main
-    from jobs.train_pair_score import main as train_main
+    from jobs.filtering.job import main as filter_main
+    from jobs.scorer_training.pair_score import main as train_main
 
     lake = tmp_path / "lake"
     assert filter_main(["--config", str(REPO / "conf/zh-en.yaml"), "--lake", str(lake),
@@ -303,8 +303,8 @@ def test_trained_from_the_lakes_clean_rows_with_their_document_neighbours(spark,
     # The neighbours: each sampled pair's is the next clean line of its file.
     import argparse
 
-    from jobs.config import load_config
-    from jobs.train_pair_score import positives
+    from jobs.filtering.config import load_config
+    from jobs.scorer_training.pair_score import positives
 
     cfg = load_config(REPO / "conf/zh-en.yaml", [], {"lake": {"root": str(lake)}})
     args = argparse.Namespace(input=None, where="corpus = 'tatoeba'", pairs=300)

@@ -2,7 +2,7 @@
 pairs) and embedding similarity (the bundled USE encoder), on real Tatoeba/Anki pairs plus a
 corpus of the same kind of pairs shifted by one line (every pair a mistranslation).
 
-Runs `jobs.filter.main` in the test session's JVM (same code path as spark-submit, without a
+Runs `jobs.filtering.job.main` in the test session's JVM (same code path as spark-submit, without a
 second JVM start); the tables live in their own database.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.filter import main
+from jobs.filtering.job import main
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 

@@ -1,5 +1,5 @@
 """A long stage is never silent: its start, a heartbeat with Spark's task counts, and its end
-are logged (jobs/progress.py)."""
+are logged (jobs/kit/progress.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from jobs.progress import LOGGER, setup_logging, stage
+from jobs.kit.progress import LOGGER, setup_logging, stage
 
 
 def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:

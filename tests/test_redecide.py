@@ -168,7 +168,8 @@ def test_bad_requests_are_one_line_and_exit_2(runs) -> None:
     assert "normalize.strip_html" in error_line(recompute)
 
 
-# -- the pair scorers, in this session's JVM (jobs.filter.main, as tests/test_pair_scorers_job.py)
+# -- the pair scorers, in this session's JVM (jobs.filtering.job.main, as
+# tests/test_pair_scorers_job.py)
 SCORED_DB = "redecide_scored"
 
 
@@ -176,7 +177,7 @@ SCORED_DB = "redecide_scored"
 def aligned(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The constructed pairs and the Tatoeba pairs through the filter with word alignment
     (an aligner trained in the run on 400 of its clean pairs), run ra-1; its rows as stored."""
-    from jobs.filter import main
+    from jobs.filtering.job import main
 
     work = tmp_path_factory.mktemp("redecide-aligned")
     tsv = work / "constructed.tsv"
@@ -238,7 +239,7 @@ def test_a_row_readmitted_before_the_aligner_is_one_line_and_exit_2(aligned, cap
 
 def test_a_monolingual_run_is_re_decided_in_its_own_tables(spark, lake_root: Path,
                                                           tmp_path: Path) -> None:
-    from jobs.filter import main
+    from jobs.filtering.job import main
 
     lines = (DATA / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:200]
     text = tmp_path / "mono.en"
@@ -267,7 +268,7 @@ EMBED_DB = "redecide_embedded"
 def embedded(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The Tatoeba pairs through the filter with embedding cosine and margin (k=4), run re-1,
     in this session's JVM; its rows as stored."""
-    from jobs.filter import main
+    from jobs.filtering.job import main
 
     lake = lake_root / EMBED_DB
     conf = tmp_path_factory.mktemp("redecide-embedded") / "job.yaml"
@@ -283,7 +284,7 @@ def embedded(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 def test_the_issues_margin_command_decides_by_the_stored_margins(embedded) -> None:
-    from jobs.config import load_config
+    from jobs.filtering.config import load_config
 
     # As the issue writes it: `embedding.min_margin`, shorthand for the chosen encoder's.
     assert embedded["main"](["--redecide", "re-1", "--lake", str(embedded["lake"]),

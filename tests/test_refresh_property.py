@@ -20,9 +20,9 @@ import pyarrow.dataset as ds
 import pytest
 from conftest import REPO
 
-from jobs.lake import Lake
-from jobs.refresh import refresh
-from jobs.refresh_config import load_refresh_config
+from jobs.lake.store import Lake
+from jobs.refreshing.config import load_refresh_config
+from jobs.refreshing.job import refresh
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 

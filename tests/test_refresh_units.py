@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import ConfigError
-from jobs.lake_lock import LakeBusy, LocalLock
-from jobs.refresh_config import SourceConf, load_refresh_config
-from jobs.refresh_manifest import (
+from jobs.kit.config import ConfigError
+from jobs.lake.lock import LakeBusy, LocalLock
+from jobs.refreshing.config import SourceConf, load_refresh_config
+from jobs.refreshing.manifest import (
     Entry,
     SourceFile,
     hadoop_files,
@@ -141,7 +141,7 @@ def test_listing_here_equals_hadoop(spark, tmp_path: Path) -> None:
     assert local_files(SourceConf(corpus="crawl", path=f"{root}/{{a,b}}.tsv")) is None
     missing = SourceConf(corpus="crawl", path=str(tmp_path / "nowhere"))
     assert local_files(missing) is None
-    from jobs.ingest import InputError
+    from jobs.kit.ingest import InputError
 
     with pytest.raises(InputError, match="no such file or directory"):
         hadoop_files(spark, missing)
@@ -149,7 +149,7 @@ def test_listing_here_equals_hadoop(spark, tmp_path: Path) -> None:
 
 HOLD = """
 import sys, time
-from jobs.lake_lock import LocalLock
+from jobs.lake.lock import LocalLock
 LocalLock(sys.argv[1]).acquire("holder-run")
 print("held", flush=True)
 time.sleep(600)
@@ -198,8 +198,8 @@ def test_lake_dedup_keeps_the_committed_row(spark) -> None:
     punctuation) are rejected as its duplicates; among themselves the first survives."""
     from pyspark.sql import functions as F
 
-    from jobs.config import load_config
-    from jobs.stages import dedup
+    from jobs.filtering.config import load_config
+    from jobs.filtering.stages import dedup
 
     cfg = load_config(REPO / "conf/zh-en.yaml")
     committed_rows = [(101, "news", "f:/a", 3, "我们明天见。", "See you tomorrow."),
@@ -231,8 +231,8 @@ def test_remote_lock_heartbeat_and_stale_takeover(spark, tmp_path: Path) -> None
     """The lock of a lake on HDFS/S3A, exercised through Hadoop's API on a local path: held
     while its heartbeat runs, refused to others, taken over once the heartbeat stops for
     `stale_after_s`; the old holder then sees it lost it."""
-    from jobs.lake import Lake
-    from jobs.lake_lock import RemoteLock
+    from jobs.lake.lock import RemoteLock
+    from jobs.lake.store import Lake
 
     lake = Lake(spark, str(tmp_path / "remote"), "remote_lock_probe")
     first = RemoteLock(lake, heartbeat_s=0.2, stale_after_s=1.0)
@@ -258,8 +258,8 @@ def test_remote_lock_names_a_holder_caught_mid_heartbeat(spark, tmp_path: Path) 
     "another refresh" before)."""
     import threading
 
-    from jobs.lake import Lake
-    from jobs.lake_lock import RemoteLock, holder_info
+    from jobs.lake.lock import RemoteLock, holder_info
+    from jobs.lake.store import Lake
 
     lake = Lake(spark, str(tmp_path / "remote"), "remote_lock_probe")
     lake.mkdirs(f"{lake.root}/locks")
@@ -279,7 +279,7 @@ def test_monolingual_refresh_in_process(spark, tmp_path: Path, data_dir: Path,
     the committed lines; then nothing new is "up to date"."""
     import pyarrow.dataset as ds
 
-    from jobs.refresh import main
+    from jobs.refreshing.job import main
 
     lines = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()
     sources = tmp_path / "src"

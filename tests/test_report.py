@@ -16,8 +16,8 @@ import pyarrow.dataset as ds
 import pytest
 from integration_helpers import REPO, spark_submit
 
-from jobs.config import load_config
-from jobs.report_thresholds import grouped, passes, rule_thresholds, what_if_grid
+from jobs.filtering.config import load_config
+from jobs.reporting.thresholds import grouped, passes, rule_thresholds, what_if_grid
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 

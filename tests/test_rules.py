@@ -19,9 +19,9 @@ import yaml
 from pydantic import BaseModel, TypeAdapter
 from pyspark.sql import functions as F
 
-from jobs.config import DEFAULTS, ConfigError, FilterConfig, LangidConf, RulesConf, load_config
-from jobs.layout import Layout
-from jobs.stages import (
+from jobs.filtering.config import DEFAULTS, FilterConfig, LangidConf, RulesConf, load_config
+from jobs.filtering.layout import Layout
+from jobs.filtering.stages import (
     first_failure,
     normalize_and_analyze,
     rule_failures,
@@ -29,6 +29,7 @@ from jobs.stages import (
     score_and_decide,
     score_columns,
 )
+from jobs.kit.config import ConfigError
 from udfs.rules import RULE_NAMES, RULES, settings
 from udfs.sides import SideOptions, side_analyzer
 

@@ -174,7 +174,7 @@ def second_start(deployment: dict, first_start: tuple[int, str]) -> tuple[int, s
 @pytest.fixture(scope="module")
 def busy_start(deployment: dict, second_start: tuple[int, str]) -> tuple[int, str]:
     """A new dump arrives while another refresh holds the lake lock: this test holds the
-    flock on <lake>/locks/refresh.lock, as jobs/lake_lock.py's LocalLock does."""
+    flock on <lake>/locks/refresh.lock, as jobs/lake/lock.py's LocalLock does."""
     with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
         more = [line for i, line in enumerate(f) if CRAWL_LINES <= i < CRAWL_LINES + 20]
     (deployment["crawl"] / "anki-002.tsv").write_text("".join(more), encoding="utf-8")

@@ -1,15 +1,15 @@
-"""The pair scorers' decisions are units (jobs/scorer_rules.py): the funnel's stages, the
+"""The pair scorers' decisions are units (jobs/filtering/scorer_rules.py): the funnel's stages, the
 re-decide's comparisons and the report's thresholds all come from them, and agree."""
 
 from __future__ import annotations
 
 import pytest
 
-from jobs.config import load_config
-from jobs.redecide import scorer_decisions
-from jobs.report_thresholds import scorer_thresholds
-from jobs.scorer_rules import SCORER_RULES
-from jobs.stages import rule_sequence
+from jobs.filtering.config import load_config
+from jobs.filtering.redecide import scorer_decisions
+from jobs.filtering.scorer_rules import SCORER_RULES
+from jobs.filtering.stages import rule_sequence
+from jobs.reporting.thresholds import scorer_thresholds
 
 ALL_ON = ["align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4",
           "pair_score.enabled=true"]
@@ -68,7 +68,7 @@ def test_a_run_stored_before_the_pair_score_settings_reads_as_it_ran(spark) -> N
     """A `runs` row written before decides_alone/fit_to_run existed: its align and embedding
     cut-offs applied and its threshold was the model's, and the report and a re-decide must
     read it so (not with today's defaults)."""
-    from jobs.config import FilterConfig, stored_filter_config
+    from jobs.filtering.config import FilterConfig, stored_filter_config
 
     today = load_config(None, ALL_ON, {"pair": "de-en"}).resolved()
     older = {**today, "pair_score": {k: v for k, v in today["pair_score"].items()

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from jobs import select as select_job
-from jobs.ranking import global_rank
-from jobs.select_config import load_select_config
+from jobs.selection import job as select_job
+from jobs.selection.config import load_select_config
+from jobs.selection.ranking import global_rank
 from udfs.domain_embed import knn_mean
 from udfs.domain_fasttext import features, load_classifier, p_in_domain, train_classifier
 from udfs.domain_lm import LmSpec, load_models, row_score

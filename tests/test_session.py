@@ -1,5 +1,5 @@
 """Spark's precedence for a job's settings, shell-safe printed commands, and model paths as
-executors see them (jobs/session.py, jobs/models.py), without starting a cluster."""
+executors see them (jobs/lake/session.py, jobs/lake/models.py), without starting a cluster."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 from integration_helpers import spark_default
 from pyspark import SparkConf
 
-from jobs.config import ConfigError, load_config
-from jobs.models import for_executors, shipped_aliases
-from jobs.session import session_conf, spark_sql_command
+from jobs.filtering.config import load_config
+from jobs.kit.config import ConfigError
+from jobs.lake.models import for_executors, shipped_aliases
+from jobs.lake.session import session_conf, spark_sql_command
 
 SHUFFLE = "spark.sql.shuffle.partitions"
 

@@ -25,7 +25,7 @@ import pytest
 from integration_helpers import BIN, JIT_OPTS
 from standalone_cluster import standalone_cluster
 
-from jobs.session import spark_sql_command
+from jobs.lake.session import spark_sql_command
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 

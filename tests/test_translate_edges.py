@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs import filter as filter_job
-from jobs import translate
+from jobs.filtering import job as filter_job
+from jobs.translation import job as translate
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -96,7 +96,7 @@ def test_a_converted_third_party_model_through_the_job(spark, lake: Path, marian
 
 
 def test_first_by_hash_takes_exactly_the_quota_stably(spark) -> None:
-    from jobs.sampling import first_by_hash
+    from jobs.kit.sampling import first_by_hash
 
     rows = spark.range(50_000).withColumnRenamed("id", "row_id").repartition(4)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import ConfigError
-from jobs.translate import config_from_args, model_id, parse_args, quotas
+from jobs.kit.config import ConfigError
+from jobs.translation.job import config_from_args, model_id, parse_args, quotas
 from training.translator import Ct2Translator
 from udfs.noise import Noise, noise_text, shuffle_locally
 from udfs.text_codec import CodecSpec, SluiceCodec, load_codec
@@ -291,8 +291,8 @@ def test_stream_flags_build_one_stream() -> None:
 
 
 def test_monolingual_runs_dedup_on_the_text_alone() -> None:
-    from jobs.config import load_config
-    from jobs.stages import dedup_rules
+    from jobs.filtering.config import load_config
+    from jobs.filtering.stages import dedup_rules
 
     both = ["dedup.source_side=true", "dedup.target_side=true"]
     assert dedup_rules(load_config(None, both, {"lang": "en"})) == ["duplicate"]

@@ -10,7 +10,7 @@ A model directory holds
   files (vocabulary and lexical translation table t(generated | conditioning) of each direction);
 - `manifest.json`, written last (a directory without it is incomplete): pair, languages, sample
   size and hash, library and version, training options, tokenization, sha256 of each parameter
-  file, creation time (UTC), and what the caller says of it (jobs/models.py `AlignerStore`:
+  file, creation time (UTC), and what the caller says of it (jobs/lake/models.py `AlignerStore`:
   name, source, run id).
 
 Why train with systran-align and score here (measured on newstest and Tatoeba: real pairs vs

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 
 class KeyOptions(Protocol):
-    """What the key ignores (jobs/config.py DedupConf has these)."""
+    """What the key ignores (jobs/kit/config.py DedupConf has these)."""
 
     ignore_case: bool
     ignore_whitespace: bool

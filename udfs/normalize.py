@@ -1,6 +1,6 @@
 """Language-independent text normalization as Spark Column expressions (JVM, no Python).
 
-Each function takes and returns a Column; `jobs.stages.jvm_steps` lists the enabled ones.
+Each function takes and returns a Column; `jobs.filtering.stages.jvm_steps` lists the enabled ones.
 """
 
 from __future__ import annotations

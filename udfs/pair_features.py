@@ -2,7 +2,8 @@
 expression.
 
 The features are Spark Column expressions over the score columns a filter run stores (rule
-scores, word alignment, embeddings), so training (jobs/pair_score_model.py) and scoring see
+scores, word alignment, embeddings), so training (jobs/filtering/pair_score_model.py) and scoring
+see
 the very same numbers. The model is a logistic regression over standardized features:
 `pair_score = 1 / (1 + exp(-(b + sum w_i * (x_i - mean_i) / std_i)))`, a missing feature
 taking its training mean. Applying it is arithmetic on columns: no Python worker, no model

@@ -8,8 +8,9 @@ the row), its failure predicate and its settings (the keys it reads from the con
 what they mean; their values, with where each comes from, live only in conf/defaults.yaml).
 
 Derived from `RULES`: the rule names, the `rules:` and `langid:` config models
-(jobs/config.py), each rule's stage in filter_stats and the funnel (jobs/stages.py) and the
-monolingual tables' column names (jobs/layout.py). `RULES` is also the order score columns
+(jobs/kit/config.py), each rule's stage in filter_stats and the funnel (jobs/filtering/stages.py)
+and the
+monolingual tables' column names (jobs/filtering/layout.py). `RULES` is also the order score columns
 are stored in; the order rules run in is the config's `rules.order`.
 
 Adding a rule: a `Rule` in `RULES`; in conf/defaults.yaml its name in `rules.order` (where

@@ -36,7 +36,7 @@ from airflow.exceptions import AirflowException, AirflowSkipException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 SLUICE_HOME = os.environ.get("SLUICE_HOME", "/srv/sluice")
-BUSY_EXIT = 75  # jobs/lake_lock.py: another refresh holds the lake lock
+BUSY_EXIT = 75  # jobs/lake/lock.py: another refresh holds the lake lock
 
 
 class RefreshOperator(SparkSubmitOperator):

@@ -1,0 +1,284 @@
+"""The filter job's configuration: conf/defaults.yaml's sections beyond the lake and
+Spark (jobs/kit/config.py), validated. The rules' settings come from udfs/rules.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, create_model, field_validator, model_validator
+
+from jobs.kit.config import (  # noqa: F401 - the filter's input sections
+    CONF_DIR,
+    ConfigError,
+    IngestConf,
+    InputConf,
+    JobConfig,
+    M,
+    Strict,
+    deep_merge,
+    known_lang,
+    known_pair,
+    load_validated,
+    path_name,
+)
+from udfs.rules import BY_NAME, RULE_NAMES, Rule, settings
+
+DEFAULTS = CONF_DIR / "defaults.yaml"
+
+
+class NormalizeConf(Strict):
+    unescape_entities: bool = True
+    strip_html: bool = True
+    remove_invisible: bool = True
+    collapse_whitespace: bool = True
+    moses_punct: bool = True
+    traditional_to_simplified: bool = True
+    fullwidth_to_halfwidth: bool = True
+
+
+class DedupConf(Strict):
+    enabled: bool = True
+    ignore_case: bool = True
+    ignore_whitespace: bool = True
+    ignore_punctuation: bool = True
+    ignore_digits: bool = False
+    source_side: bool = False
+    target_side: bool = False
+
+
+def with_rule_settings(base: type[M], section: str) -> type[M]:
+    """`base` plus a field for each setting the rules read from `section:` (udfs/rules.py),
+    without a default: conf/defaults.yaml holds every one."""
+    fields: dict[str, Any] = {
+        s.name: (s.type, Field(description=s.doc)) for s in settings(section).values()
+    }
+    return create_model(base.__name__.removesuffix("Base"), __base__=base, **fields)
+
+
+class RulesConfBase(Strict):
+    """`rules:`: which rules run, in what order, then each rule's settings (derived)."""
+
+    order: list[str]  # the rules that run, in this order: the first failing one rejects a row
+    disabled: list[str]  # rules that do not run (wherever `order` lists them)
+
+    @model_validator(mode="after")
+    def every_rule_placed(self) -> RulesConfBase:
+        for name in (*self.order, *self.disabled):
+            if name not in BY_NAME:
+                raise ValueError(f"unknown rule {name!r}; known: {', '.join(RULE_NAMES)}")
+        twice = sorted({name for name in self.order if self.order.count(name) > 1})
+        if twice:
+            raise ValueError(f"rules.order lists {', '.join(twice)} twice")
+        missing = [name for name in RULE_NAMES if name not in (*self.order, *self.disabled)]
+        if missing:
+            raise ValueError(
+                f"rules.order leaves out {', '.join(missing)} (and rules.disabled does not "
+                "list it): list each rule in `order` where it should run, or in `disabled`"
+            )
+        return self
+
+
+class LangidConfBase(Strict):
+    """`langid:`: the model, then the langid rules' settings (derived)."""
+
+    model: str  # fastText lid.176 (udfs/langid.py), used by the side pass (udfs/sides.py)
+
+
+RulesConf = with_rule_settings(RulesConfBase, "rules")
+LangidConf = with_rule_settings(LangidConfBase, "langid")
+
+
+class AlignConf(Strict):
+    """Word-alignment scoring (udfs/align.py): an aligner saved in the lake's model store
+    (`reference`), else one trained on a sample of the run's clean pairs
+    (jobs/filtering/pair_scores.py
+    `choose_aligner`)."""
+
+    enabled: bool = False
+    min_coverage: float = Field(0.6, ge=0, le=1)  # ZengHuiMT WMT: coverage below 0.6 dropped
+    min_coverage_by_pair: dict[str, float]  # per pair, over min_coverage (YAML only)
+    sample_pairs: int = Field(200_000, gt=0)  # clean pairs the aligner is trained on
+    min_train_pairs: int = Field(gt=0)  # fewer: no training (a saved aligner, or no scores)
+    reference: str | None = None  # a saved aligner's name, or `latest` for the pair's newest
+    model_dir: str | None = None  # a model directory (a lake path); overrides `reference`
+
+    _reference = field_validator("reference")(
+        classmethod(lambda cls, v: path_name("align.reference", v)))
+
+    @field_validator("min_coverage_by_pair")
+    @classmethod
+    def _thresholds(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {pair: t for pair, t in v.items() if not 0 <= t <= 1}
+        if bad:
+            raise ValueError(f"align.min_coverage_by_pair: coverage is 0..1, got {bad}")
+        return v
+
+    def min_coverage_for(self, pair: str) -> float:
+        return self.min_coverage_by_pair.get(pair, self.min_coverage)
+
+
+class EncoderConf(Strict):
+    backend: Literal["use", "sentence-transformers"]
+    model: str  # a file/directory path (or a name already in the local Hugging Face cache)
+    batch_size: int = Field(256, gt=0)
+    min_cosine: float
+    min_cosine_by_pair: dict[str, float] = Field(default_factory=dict)
+    min_margin: float | None = None  # only used when embedding.margin_k > 0
+
+    def min_cosine_for(self, pair: str) -> float:
+        return self.min_cosine_by_pair.get(pair, self.min_cosine)
+
+
+class EmbeddingConf(Strict):
+    """Sentence-embedding similarity of the two sides (udfs/embed.py)."""
+
+    enabled: bool = False
+    encoder: str = "use-multilingual"  # a key of `encoders`
+    encoders: dict[str, EncoderConf]
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    margin_k: int = Field(0, ge=0)  # >0: also a ratio-margin score over k nearest neighbours
+
+    @model_validator(mode="before")
+    @classmethod
+    def thresholds_of_the_chosen_encoder(cls, data: Any) -> Any:
+        """`embedding.min_cosine` / `embedding.min_margin` (e.g. `--set
+        embedding.min_margin=1.02`) are shorthand for the chosen encoder's: thresholds belong
+        to an encoder, and the resolved config stores them there. A `min_cosine` given so is
+        this run's cosine threshold for every pair (it replaces `min_cosine_by_pair`)."""
+        if not isinstance(data, dict) or not {"min_cosine", "min_margin"} & data.keys():
+            return data
+        data = dict(data)
+        encoders = {name: dict(enc) for name, enc in data.get("encoders", {}).items()}
+        chosen = encoders.setdefault(data.get("encoder", "use-multilingual"), {})
+        if "min_margin" in data:
+            chosen["min_margin"] = data.pop("min_margin")
+        if "min_cosine" in data:
+            chosen["min_cosine"] = data.pop("min_cosine")
+            chosen["min_cosine_by_pair"] = {}
+        return {**data, "encoders": encoders}
+
+    @model_validator(mode="after")
+    def known_encoder(self) -> EmbeddingConf:
+        if self.enabled and self.encoder not in self.encoders:
+            raise ValueError(
+                f"embedding.encoder {self.encoder!r} is not one of {sorted(self.encoders)}"
+            )
+        if self.enabled and self.device == "cuda" and self.chosen.backend == "use":
+            raise ValueError("the 'use' encoder runs on the CPU only: set embedding.device auto")
+        return self
+
+    @property
+    def chosen(self) -> EncoderConf:
+        return self.encoders[self.encoder]
+
+
+class PairScoreConf(Strict):
+    """The learned pair_score (udfs/pair_features.py, jobs/filtering/pair_score_model.py)."""
+
+    enabled: bool
+    model: str  # a name in <lake>/models/pair_score/<pair>/, or `latest`
+    min_score: float | None = Field(None, ge=0, le=1)  # None: the model's calibrated threshold
+    decides_alone: bool  # align/embedding score but do not reject: the model weighs them
+    fit_to_run: bool  # move the model's threshold to each corpus's scores (pair_score_stage)
+    fit_min_rows: int = Field(ge=1)  # a corpus with fewer scored rows keeps the model's
+
+    _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
+
+
+
+class FilterConfig(JobConfig):
+    pair: str | None = None  # bitext: source-target
+    lang: str | None = None  # monolingual text instead of bitext (mono_raw/_clean/_rejected)
+    inputs: list[InputConf] = Field(default_factory=list)
+    ingest: IngestConf = IngestConf()
+    normalize: NormalizeConf = NormalizeConf()
+    dedup: DedupConf = DedupConf()
+    rules: RulesConf
+    langid: LangidConf
+    align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
+    embedding: EmbeddingConf
+    pair_score: PairScoreConf
+
+    _pair = field_validator("pair")(classmethod(lambda cls, v: known_pair(v)))
+    _lang = field_validator("lang")(classmethod(lambda cls, v: known_lang(v)))
+
+    @model_validator(mode="after")
+    def pair_or_lang(self) -> FilterConfig:
+        if self.pair and self.lang:
+            raise ValueError("set `pair` (bitext) or `lang` (monolingual), not both")
+        if self.lang and (self.align.enabled or self.embedding.enabled
+                          or self.pair_score.enabled):
+            raise ValueError("align/embedding/pair_score score pairs: turn them off for a "
+                             "monolingual run")
+        return self
+
+    @property
+    def mono(self) -> bool:
+        return self.lang is not None
+
+    @property
+    def langs(self) -> tuple[str, str]:
+        """(source, target) languages; a monolingual run has its one language on both."""
+        if self.lang:
+            return self.lang, self.lang
+        if not self.pair:
+            raise ConfigError(
+                "no language: set `pair:` (or `lang:` for monolingual text) in the config, "
+                "or pass --pair / --lang"
+            )
+        src, tgt = self.pair.split("-")
+        return src, tgt
+
+    @property
+    def key(self) -> str:
+        """What the run's rows are partitioned by: the pair, or the monolingual language."""
+        self.langs  # noqa: B018 - raises ConfigError when neither is set
+        return self.lang or self.pair or ""
+
+    @property
+    def sides(self) -> list[tuple[str, str]]:
+        """(column, language) of each side the run has."""
+        src, tgt = self.langs
+        return [("src", src)] if self.mono else [("src", src), ("tgt", tgt)]
+
+    @property
+    def rules_run(self) -> list[Rule]:
+        """The rules that run, in `rules.order`: not those in `rules.disabled`, nor on
+        monolingual text the pair-only ones."""
+        on = [BY_NAME[name] for name in self.rules.order if name not in self.rules.disabled]
+        return [rule for rule in on if not (self.mono and rule.pair_only)]
+
+    @property
+    def rule_order(self) -> list[str]:
+        return [rule.name for rule in self.rules_run]
+
+    @property
+    def rule_settings(self) -> dict[str, Any]:
+        """Every rule setting by name (from `rules:` and `langid:`), as the rules read them."""
+        sections = {"rules": self.rules, "langid": self.langid}
+        return {
+            name: getattr(conf, name)
+            for section, conf in sections.items()
+            for name in settings(section)
+        }
+
+BEFORE_THEY_EXISTED: dict = {
+    "pair_score": {"decides_alone": False, "fit_to_run": False, "fit_min_rows": 200},
+}
+
+
+def stored_filter_config(data: dict) -> dict:
+    """A `runs` row's resolved filter config, completed for settings added since it ran."""
+    return deep_merge(BEFORE_THEY_EXISTED, data) if "pair_score" in data else data
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    extra: dict | None = None,
+) -> FilterConfig:
+    """defaults.yaml <- config file chain <- `extra` (from flags) <- `--set` overrides."""
+    return load_validated(FilterConfig, DEFAULTS, path, overrides, extra)
+
+

@@ -1,0 +1,91 @@
+"""The pair scorers' decisions as units, like the rules of udfs/rules.py: each names its scorer,
+its reject stage and rule, the stored score it cuts and the setting its threshold comes from.
+The filter (jobs/filtering/pair_scores.py, jobs/filtering/pair_score_stage.py), the re-decide
+(jobs/filtering/redecide.py), the funnel (jobs/filtering/stages.py `STAGES`) and the report
+(jobs/reporting/thresholds.py) all read them, so a new scorer's decision is written once, here.
+
+Every scorer decision is a minimum: a row whose score is under the threshold is rejected (a
+null score passes: rows the scorer never reached)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from jobs.filtering.config import FilterConfig
+
+# (config key, value) of a threshold; value None: the scorer's model decides (pair_score).
+Setting = tuple[str, float | None]
+
+
+@dataclass(frozen=True)
+class ScorerRule:
+    scorer: str  # the config section that turns the scorer on
+    stage: str  # reject_stage
+    rule: str  # reject_rule
+    score: str  # the stored score column it cuts
+    applies: Callable[[FilterConfig], bool]
+    setting: Callable[[FilterConfig], Setting]
+
+    def failing(self, cfg: FilterConfig, threshold: Column | None = None) -> Column:
+        """True where a row's score is under the threshold: the setting's, or `threshold`
+        (a column: the pair_score a run fitted per corpus)."""
+        if threshold is None:
+            key, value = self.setting(cfg)
+            if value is None:
+                raise ValueError(f"{self.rule}: {key} is decided by its model: pass threshold")
+            threshold = F.lit(float(value))
+        return F.col(self.score) < threshold
+
+
+def _align(cfg: FilterConfig) -> Setting:
+    by_pair = cfg.align.min_coverage_by_pair
+    key = "align.min_coverage_by_pair" if cfg.pair in by_pair else "align.min_coverage"
+    return key, cfg.align.min_coverage_for(cfg.pair)
+
+
+def _cosine(cfg: FilterConfig) -> Setting:
+    name, enc = cfg.embedding.encoder, cfg.embedding.chosen
+    by_pair = "_by_pair" if cfg.pair in enc.min_cosine_by_pair else ""
+    return f"embedding.encoders.{name}.min_cosine{by_pair}", enc.min_cosine_for(cfg.pair)
+
+
+def _margin(cfg: FilterConfig) -> Setting:
+    name = cfg.embedding.encoder
+    return f"embedding.encoders.{name}.min_margin", cfg.embedding.chosen.min_margin
+
+
+def _margin_applies(cfg: FilterConfig) -> bool:
+    emb = cfg.embedding
+    return emb.enabled and emb.margin_k > 0 and emb.chosen.min_margin is not None and _gates(cfg)
+
+
+def _gates(cfg: FilterConfig) -> bool:
+    """Whether align's and embedding's own thresholds reject rows: not when pair_score is on
+    and decides alone (conf/defaults.yaml `pair_score.decides_alone`)."""
+    return not (cfg.pair_score.enabled and cfg.pair_score.decides_alone)
+
+
+def _pair_score(cfg: FilterConfig) -> Setting:
+    return "pair_score.min_score", cfg.pair_score.min_score
+
+
+# In the order rows meet them: the cheapest scorer first, the learned score last.
+SCORER_RULES: tuple[ScorerRule, ...] = (
+    ScorerRule("align", "align", "align_coverage", "align_coverage",
+               lambda cfg: cfg.align.enabled and _gates(cfg), _align),
+    ScorerRule("embedding", "embed", "embed_cosine", "embed_cosine",
+               lambda cfg: cfg.embedding.enabled and _gates(cfg), _cosine),
+    ScorerRule("embedding", "embed", "embed_margin", "embed_margin", _margin_applies, _margin),
+    ScorerRule("pair_score", "pair_score", "pair_score", "pair_score",
+               lambda cfg: cfg.pair_score.enabled, _pair_score),
+)
+BY_RULE = {u.rule: u for u in SCORER_RULES}
+
+
+def scorer_rules(cfg: FilterConfig, stage: str | None = None) -> list[ScorerRule]:
+    """The scorer decisions `cfg` makes (of one reject stage), in funnel order."""
+    return [u for u in SCORER_RULES if u.applies(cfg) and stage in (None, u.stage)]

@@ -1,0 +1,299 @@
+"""Typed job configuration: conf/defaults.yaml, then a pair/demo file (`extends` chains),
+then command-line flags and `--set a.b=c` overrides. Unknown keys are errors.
+
+Defaults live in the YAML. A field whose default is also written here must agree with it
+(tests/test_rules.py checks); the rules' settings (`rules:`, `langid:`) have no default
+here at all: their fields come from the rule registry, udfs/rules.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+CONF_DIR = Path(__file__).resolve().parent.parent.parent / "conf"
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A configuration problem, worded for the user (names the file or key)."""
+
+
+# The languages fastText lid.176 (langid.model) tells apart, as its labels (__label__xx): the
+# langid rules can only pass a side whose language is one of them, so `pair`/`lang` must be.
+# tests/test_bad_input.py checks this list against the shipped model's labels.
+LID176_LABELS = """
+    af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk
+    ce ceb ckb co cs cv cy da de diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga
+    gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id ie ilo io is it ja jbo jv ka kk
+    km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr
+    mrj ms mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb
+    ps pt qu rm ro ru rue sa sah sc scn sco sd sh si sk sl so sq sr su sv sw ta te tg th
+    tk tl tr tt tyv ug uk ur uz vec vep vi vls vo wa war wuu xal xmf yi yo yue zh
+"""
+LANGUAGES = frozenset(LID176_LABELS.split())
+
+
+def known_language(code: str, what: str) -> str:
+    """`code` when lid.176 knows it, else a ValueError naming `what` and listing the known."""
+    if code not in LANGUAGES:
+        raise ValueError(
+            f"{what}: unknown language code {code!r}; known (fastText lid.176): "
+            + " ".join(sorted(LANGUAGES))
+        )
+    return code
+
+
+def known_pair(pair: str | None) -> str | None:
+    """A `pair` setting: None, or two known language codes, source-target."""
+    if pair is None:
+        return None
+    if pair.count("-") != 1 or not all(pair.split("-")):
+        raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
+    for code in pair.split("-"):
+        known_language(code, f"pair {pair!r}")
+    return pair
+
+
+def known_lang(lang: str | None) -> str | None:
+    """A `lang` setting: None, or a known language code."""
+    return None if lang is None else known_language(lang, f"lang {lang!r}")
+
+
+# What Spark's partition writer escapes as %XX (ExternalCatalogUtils.charToEscape): the
+# rest, non-ASCII included, goes into the directory name as UTF-8.
+SPARK_ESCAPED = frozenset([chr(c) for c in range(0x20)] + list('"#%\'*/:=?\\\x7f{[]^'))
+MAX_DIR_BYTES = 255  # a file name's limit (ext4, XFS, HDFS): longer fails deep in Spark's write
+
+
+def partition_dir_bytes(column: str, value: str) -> int:
+    """Bytes of the partition directory `column=value` as Spark's writer names it."""
+    escaped = "".join(f"%{ord(c):02X}" if c in SPARK_ESCAPED else c for c in value)
+    return len(f"{column}={escaped}".encode())
+
+
+def safe_name(value: str, what: str) -> str:
+    """A name that becomes a partition value and a directory: anything printable except what
+    breaks a path or a `k=v` partition (the lake escapes the rest, e.g. `:` `#` spaces), and
+    short enough for a directory name (`corpus=<escaped value>`)."""
+    bad = any(c in "/\\=" or unicodedata.category(c) == "Cc" for c in value)
+    if not value or value[0] in "._" or bad:
+        raise ValueError(
+            f"{what} {value!r}: use any characters but / \\ = and control characters, "
+            "not starting with . or _ (e.g. wmt19, news:2019#1, 新闻)"
+        )
+    size = partition_dir_bytes("corpus", value)
+    if size > MAX_DIR_BYTES:
+        raise ValueError(
+            f"{what} {value[:20]!r}... is too long: its directory corpus=... would be {size} "
+            f"bytes, over the file-name limit of {MAX_DIR_BYTES} (a Chinese character is 3)"
+        )
+    return value
+
+
+# A name that becomes a directory (a run, a model, an aligner): no path tricks.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_name(kind: str, value: str) -> str:
+    """A name that becomes a directory in a store (`kind` says which): letters, digits, `.`,
+    `_`, `-`, without `..`, so `../x` or `a/b` cannot reach outside the store."""
+    if not SAFE_NAME.fullmatch(value) or ".." in value:
+        raise ConfigError(
+            f"{kind} {value!r}: use up to 128 letters, digits, '.', '_' or '-', starting with "
+            "a letter or digit, without '..'"
+        )
+    return value
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id names a directory under `<lake>/runs/`."""
+    return check_name("run id", run_id)
+
+
+def path_name(kind: str, value: str | None) -> str | None:
+    """None, or a name that becomes a directory in a store (`check_name`)."""
+    return None if value is None else check_name(kind, value)
+
+
+# A Spark SQL identifier the jobs can splice into SQL unquoted (`db.table`).
+DATABASE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LakeConf(Strict):
+    root: str = "./lake"
+    database: str = "sluice"
+    metastore: str = "embedded"  # embedded | thrift://HOST:PORT | jdbc:postgresql://HOST:PORT/DB
+
+    @field_validator("metastore")
+    @classmethod
+    def metastore_kind(cls, value: str) -> str:
+        if value != "embedded" and not value.startswith(("thrift://", "jdbc:postgresql://")):
+            raise ValueError("lake.metastore is embedded, thrift://HOST:PORT or "
+                             f"jdbc:postgresql://HOST:PORT/DB, not {value!r}")
+        return value
+
+    @field_validator("database")
+    @classmethod
+    def identifier(cls, value: str) -> str:
+        # Spliced into SQL statements (CREATE DATABASE, db.table): only a plain identifier.
+        if not DATABASE.fullmatch(value):
+            raise ValueError(
+                f"lake.database {value!r}: use up to 128 letters, digits or '_', not starting "
+                "with a digit"
+            )
+        return value
+
+
+class SparkConf(Strict):
+    """Spark settings a job fills in where the user gave Spark none (jobs/lake/session.py)."""
+
+    conf: dict[str, str]
+    partitions_per_core: int = Field(3, ge=1)  # rows spread over cores x this after ingest
+
+    @model_validator(mode="before")
+    @classmethod
+    def no_master(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "master" in data:
+            raise ValueError(
+                "spark.master is not a sluice setting: pass --master to spark-submit "
+                "(or set it in spark-defaults.conf); without one Spark runs local[*]"
+            )
+        return data
+
+
+class InputConf(Strict):
+    corpus: str
+    paths: list[str]  # files, or for format `table` one catalog table (db.table)
+    # text: one sentence a line (monolingual); table: a lake table with src/tgt columns
+    format: Literal["auto", "tsv", "moses", "parquet", "text", "table"] = "auto"
+    where: str | None = None  # format `table`: a SQL filter, e.g. "run_id = '2026...'"
+
+    @model_validator(mode="after")
+    def where_needs_a_table(self) -> InputConf:
+        if self.where is not None and self.format != "table":
+            raise ValueError(f"corpus {self.corpus}: `where` filters a table (format: table)")
+        return self
+
+    @field_validator("corpus")
+    @classmethod
+    def safe_corpus(cls, value: str) -> str:
+        return safe_name(value, "corpus name")
+
+
+class IngestConf(Strict):
+    max_line_chars: int = 100_000
+    # A symlink found in an input directory (or by a glob) is skipped, with a warning:
+    # anyone who can write into the directory could point it at /etc/passwd.
+    follow_symlinks: bool = False
+
+
+class JobConfig(Strict):
+    """A job's whole configuration: stored resolved in the `runs` table, hashed into run ids.
+    Every job has a lake and a Spark session."""
+
+    lake: LakeConf = LakeConf()
+    spark: SparkConf
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def hash(self) -> str:
+        blob = json.dumps(self.resolved(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+# Settings a run stored before they existed, as that version behaved: a run's stored config
+
+def read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_chain(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A config file merged over the file it `extends` (relative to itself), recursively."""
+    path = path.resolve()
+    if path in seen:
+        raise ConfigError(f"{path}: `extends` loops back to itself")
+    data = read_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    return deep_merge(load_chain(path.parent / parent, (*seen, path)), data)
+
+
+def parse_override(text: str) -> dict:
+    """`a.b.c=value` -> {"a": {"b": {"c": value}}}, the value parsed as YAML (1.5, true, [a, b])."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected key.path=value")
+    dotted, raw = text.split("=", 1)
+    if not all(dotted.split(".")):
+        raise ConfigError(f"--set {text!r}: expected key.path=value")
+    try:
+        value: Any = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError as err:  # e.g. `[1,`: one line naming the --set, not a traceback
+        why = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise ConfigError(f"--set {text!r}: the value is not valid YAML ({why})") from None
+    for key in reversed(dotted.split(".")):
+        value = {key: value}
+    return value
+
+
+def load_validated(
+    model: type[M],
+    defaults: Path,
+    path: str | Path | None,
+    overrides: list[str] | None,
+    extra: dict | None,
+) -> M:
+    """`defaults` (itself a chain: a job's defaults may extend defaults.yaml) <- config file
+    chain <- `extra` <- `--set` overrides, validated as `model`."""
+    data = load_chain(defaults)
+    if path is not None:
+        data = deep_merge(data, load_chain(Path(path)))
+    if extra:
+        data = deep_merge(data, extra)
+    for text in overrides or []:
+        data = deep_merge(data, parse_override(text))
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in err.errors()
+        )
+        where = f" (from {path})" if path else ""
+        raise ConfigError(f"invalid config{where}: {problems}") from None

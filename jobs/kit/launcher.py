@@ -1,0 +1,84 @@
+"""`sluice`: every job behind one command, from any shell (no venv to activate).
+
+    sluice                                    # the jobs, one line each
+    sluice filter --config conf/zh-en.yaml    # = spark-submit jobs/filter.py --config ...
+    sluice --master spark://host:7077 --conf spark.executor.memory=4g select --config ...
+
+Options before the job's name go to spark-submit, the rest to the job. The launcher finds
+spark-submit in the installed pyspark (SPARK_HOME unless already set) and runs the job's Python
+on this interpreter (PYSPARK_PYTHON, unless already set), then hands the process over to
+spark-submit, so a scheduler's signals and exit codes are spark-submit's own."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pyspark
+
+JOBS_DIR = Path(__file__).resolve().parent.parent
+# name -> (entry script in jobs/, what it does)
+JOBS: dict[str, tuple[str, str]] = {
+    "filter": ("filter.py", "raw bitext or monolingual text -> clean and rejected tables, stats"),
+    "select": ("select_data.py", "score a lake table against an in-domain seed, keep the best"),
+    "refresh": ("refresh.py", "filter what is new in a corpus's sources since the last refresh"),
+    "translate": ("translate.py", "monolingual text -> back-/forward-translated pairs"),
+    "report": ("report.py", "one HTML page of a run: funnel, scores, what-ifs"),
+    "train-pair-score": ("train_pair_score.py", "train the learned pair_score model"),
+    "align-reference": ("align_reference.py", "train a reference word aligner on trusted pairs"),
+    "lake-gc": ("lake_gc.py", "delete lake files no table points at any more"),
+}
+# spark-submit options that take no value
+SPARK_FLAGS = frozenset({"--verbose", "--supervise"})
+
+
+def usage() -> str:
+    width = max(map(len, JOBS))
+    lines = [f"  {name:<{width}}  {what}" for name, (_, what) in JOBS.items()]
+    return ("usage: sluice [SPARK-SUBMIT OPTIONS] JOB [JOB OPTIONS]\n\njobs:\n"
+            + "\n".join(lines)
+            + "\n\n`sluice JOB --help` for a job's options; options before JOB go to "
+              "spark-submit (--master, --conf k=v, ...).")
+
+
+def split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """(spark-submit options, job name, the job's arguments)."""
+    spark: list[str] = []
+    rest = list(argv)
+    while rest and rest[0].startswith("-") and rest[0] not in ("-h", "--help"):
+        option = rest.pop(0)
+        spark.append(option)
+        if "=" not in option and option not in SPARK_FLAGS and rest:
+            spark.append(rest.pop(0))
+    job = rest.pop(0) if rest else None
+    return spark, job, rest
+
+
+def command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command line and environment that run `argv`'s job."""
+    spark, job, args = split(argv)
+    spark_home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).resolve().parent)
+    env = dict(os.environ, SPARK_HOME=spark_home)
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
+    script = str(JOBS_DIR / JOBS[job or ""][0])
+    return [str(Path(spark_home) / "bin" / "spark-submit"), *spark, script, *args], env
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    _, job, _ = split(argv)
+    if job in (None, "-h", "--help", "help"):
+        print(usage())
+        return 0
+    if job not in JOBS:
+        print(f"sluice: no job {job!r}; the jobs: {', '.join(JOBS)}", file=sys.stderr)
+        return 2
+    cmd, env = command(argv)
+    os.execve(cmd[0], cmd, env)  # never returns
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Work that runs in one thread beside a job's own and that whatever needs it waits for.
+
+The filter job opens the lake's catalog (seconds: the Hive client, the metastore, rolling
+forward interrupted commits) and registers its run while it already reads and numbers its
+input, which needs neither; every catalog call of the lake waits for that work first
+(jobs/lake/store.py `Lake.ready`)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+
+class Beside:
+    """One daemon thread running queued work in order. A daemon: a job that fails on its own
+    (bad input) exits at once rather than wait for the work beside (a commit lock can take
+    minutes); work cut short so is a crash the next job rolls forward."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Callable[[], None], Future]] = queue.Queue()
+        self._futures: list[Future] = []
+        self._worker: threading.Thread | None = None
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Queue `work` after what is queued already."""
+        future: Future = Future()
+        self._futures.append(future)
+        self._queue.put((work, future))
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._run, name="sluice-beside", daemon=True)
+            self._worker.start()
+
+    def _run(self) -> None:
+        while True:
+            work, future = self._queue.get()
+            try:
+                work()
+            except BaseException as err:  # handed to whoever waits
+                future.set_exception(err)
+            else:
+                future.set_result(None)
+
+    def busy(self) -> bool:
+        """Whether work is queued or running (so more work should queue behind it)."""
+        return any(not f.done() for f in self._futures)
+
+    def failure(self) -> BaseException | None:
+        """Wait for everything queued; the first error it raised, if any. From the worker
+        thread itself: no wait (its own work is what is running)."""
+        if threading.current_thread() is self._worker:
+            return None
+        for future in self._futures:
+            if (error := future.exception()) is not None:
+                return error
+        return None

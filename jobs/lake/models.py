@@ -1,0 +1,124 @@
+"""Model paths as executors see them, decided on the driver (DESIGN §6: models are files).
+
+A configured model path is, in this order:
+- a lake or Hadoop URI (`hdfs://`, `s3a://`...): shipped to every executor with
+  `SparkContext.addFile` (directories too) and found there by its base name;
+- a path present here: made absolute. A file is also shipped with `addFile`, so it reaches
+  executors on other machines; a directory must be at that absolute path on every node (the
+  image or a shared file system) — Spark ships local directories only in local mode;
+- the alias of something shipped with `--archives`/`--files` (`m.tgz#tiny-ct2` -> `tiny-ct2`,
+  or a path inside it: `tiny-ct2/spm.model`): kept relative, since executors unpack archives
+  into their working directory (client and cluster deploy mode alike).
+Anything else fails here, on the driver, with one line naming what was looked for and where.
+Executors resolve the result with `udfs.paths.on_this_worker`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from urllib.parse import urlparse
+
+from pyspark.sql import SparkSession
+
+from jobs.kit.config import ConfigError
+from jobs.lake.store import Lake
+from jobs.kit.config import check_name
+from udfs.paths import is_local_path
+
+SHIPPING_KEYS = (
+    "spark.archives",
+    "spark.yarn.dist.archives",
+    "spark.files",
+    "spark.yarn.dist.files",
+)
+
+
+def shipped_aliases(spark: SparkSession) -> set[str]:
+    """Names things shipped with --archives/--files get in an executor's working directory."""
+    conf = spark.sparkContext.getConf()
+    names = set()
+    for key in SHIPPING_KEYS:
+        for entry in filter(None, (conf.get(key) or "").split(",")):
+            uri, _, alias = entry.strip().partition("#")
+            names.add(alias or os.path.basename(urlparse(uri).path.rstrip("/")))
+    return names
+
+
+def for_executors(spark: SparkSession, path: str, what: str) -> str:
+    """The path executors load `what` (e.g. 'translate model of stream bt') from."""
+    if not is_local_path(path):
+        spark.sparkContext.addFile(path, recursive=True)
+        return path.rstrip("/")
+    local = path.removeprefix("file://") if path.startswith("file://") else path
+    if os.path.exists(local):
+        absolute = os.path.abspath(local)
+        if os.path.isfile(absolute):
+            spark.sparkContext.addFile(absolute)
+        return absolute
+    aliases = shipped_aliases(spark)
+    if not os.path.isabs(local) and local.split("/", 1)[0] in aliases:
+        return local
+    shipped = ", ".join(sorted(aliases)) or "nothing"
+    raise ConfigError(
+        f"{what}: {path} not found (looked at {os.path.abspath(local)} on the driver and among "
+        f"--archives/--files aliases: {shipped}); put it in the image at an absolute path, "
+        "ship it with --archives/--files, or give a lake URI"
+    )
+
+
+class AlignerStore:
+    """Word aligners saved in the lake, one directory per name: `<lake>/models/align/<pair>/
+    <name>/` with udfs/align_model.py's files and `manifest.json` (written last), which also
+    says what the aligner was trained on (pair, pairs used, source, run id, created time).
+    A new aligner is trained into `.staging-<name>` and renamed into place, so a name only
+    ever shows a whole model (as jobs/select_data.py does with its models)."""
+
+    LATEST = "latest"  # `align.reference: latest`: the pair's most recently created aligner
+
+    def __init__(self, lake: Lake, pair: str) -> None:
+        self.lake, self.pair = lake, pair
+        self.root = f"{lake.root}/models/align/{pair}"
+
+    def path(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def manifest(self, name: str) -> dict | None:
+        text = self.lake.read_text(f"{self.path(name)}/manifest.json")
+        return json.loads(text) if text else None
+
+    def names(self) -> list[str]:
+        """Saved aligners (complete ones: with a manifest), sorted by name."""
+        listed = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in self.lake.list_dir(self.root))
+        return [n for n in listed if not n.startswith(".") and self.manifest(n) is not None]
+
+    def latest(self) -> str | None:
+        """The most recently created saved aligner for the pair (ties: the last name)."""
+        created = {name: self.manifest(name).get("created", "") for name in self.names()}
+        return max(created, key=lambda n: (created[n], n)) if created else None
+
+    def resolve(self, reference: str) -> str:
+        """The saved aligner `reference` names (`latest`: the newest); ConfigError if none."""
+        name = self.latest() if reference == self.LATEST else check_name("aligner", reference)
+        if name is None or self.manifest(name) is None:
+            saved = ", ".join(self.names()) or "none"
+            raise ConfigError(
+                f"align.reference {reference!r}: no {self.pair} aligner of that name under "
+                f"{self.root} (saved: {saved}); train one with `python -m jobs.align_reference`"
+                " or set align.reference null"
+            )
+        return name
+
+    def save(self, name: str, train: Callable[[str], object], replace: bool = False) -> str:
+        """`train(directory)` writes a model into a staging directory, renamed to `name`;
+        `replace`: an aligner of that name is replaced (a failed run's, retried), else kept."""
+        check_name("aligner name", name)  # a directory under the store, not outside it
+        final, staging = self.path(name), f"{self.root}/.staging-{name}"
+        if self.manifest(name) is not None and not replace:
+            raise ConfigError(f"aligner {name!r} already exists under {self.root}: pick a new name")
+        self.lake.delete(staging)  # left over from a run that died while training
+        train(staging)
+        self.lake.delete(final)  # an incomplete one (no manifest)
+        self.lake.rename(staging, final)
+        return final

@@ -1,0 +1,93 @@
+"""The report of one filter run: one self-contained HTML file (charts drawn offline).
+
+    spark-submit jobs/report.py --lake /data/lake --run RUN_ID --out report.html
+    spark-submit jobs/report.py --lake /data/lake --out report.html            # the latest run
+    spark-submit jobs/report.py --lake /data/lake --pair zh-en --corpus news   # its latest run
+
+It shows the run's funnel per corpus (filter_stats) and the corpora's kept share across runs;
+a histogram of every stored score over kept and rejected rows with its configured threshold,
+and the share kept there; what-if counts at other thresholds; sample rejected pairs per rule
+and kept pairs nearest each threshold; the run's resolved config, hash, inputs and times.
+Everything is aggregated in Spark (jobs/reporting/data.py); only counts and samples reach the
+driver. The report reads the lake and writes nothing to it.
+"""
+
+from __future__ import annotations
+
+import argparse  # noqa: E402
+import os
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+from jobs.kit.config import (  # noqa: E402
+    ConfigError,
+    LakeConf,
+    check_run_id,  # noqa: E402
+)
+from jobs.kit.progress import log  # noqa: E402
+from jobs.lake.runs import exit_code, open_lake_at  # noqa: E402
+from jobs.reporting.data import collect_report, find_run  # noqa: E402
+from jobs.reporting.page import render  # noqa: E402
+
+DEFAULT_OUT = "report.html"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="jobs/report.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lake", default=LakeConf().root, help="lake root (default: %(default)s)")
+    p.add_argument("--database", default=LakeConf().database,
+                   help="the lake's database (default: %(default)s)")
+    p.add_argument("--run", help="run id (default: the latest succeeded filter run)")
+    p.add_argument("--pair", help="without --run: the latest run that filtered this pair")
+    p.add_argument("--corpus", help="without --run: the latest run that filtered this corpus")
+    p.add_argument("--out", default=DEFAULT_OUT, help="HTML file to write (default: %(default)s)")
+    return p.parse_args(argv)
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: a reader never sees half."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html.tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def check_out(out: str) -> None:
+    """Refuse an --out the report could not be written to, before Spark starts (it failed
+    after all the work): its directory must exist and be writable, and it not a directory."""
+    directory = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise ConfigError(f"--out {out} is a directory: give the HTML file's path")
+    if not os.path.isdir(directory):
+        raise ConfigError(f"--out {out}: no directory {directory}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: directory {directory} is not writable")
+
+
+def run(args: argparse.Namespace) -> int:
+    # Bad flags fail before Spark starts; open_lake_at refuses a lake that is not there.
+    if args.run is not None:
+        check_run_id(args.run)
+    check_out(args.out)
+    spark, lake = open_lake_at("sluice-report", args.lake, args.database,
+                               existing=True)
+    started = time.monotonic()
+    chosen = find_run(spark, lake, args.run, args.pair, args.corpus)
+    log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")
+    report = collect_report(spark, lake, chosen)
+    write_atomically(args.out, render(report))
+    log(f"wrote {args.out} ({os.path.getsize(args.out):,} bytes) in "
+        f"{time.monotonic() - started:.1f} s")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return exit_code(lambda: run(args))

@@ -1,0 +1,348 @@
+"""The run report as one HTML file that opens offline (jobs/report.py): charts are Vega-Lite
+specs built with Altair and drawn in the browser by vega-embed, whose JavaScript (Vega,
+Vega-Lite, vega-embed) vl-convert-python ships and is inlined here: no CDN, no network.
+
+Every text from the lake is HTML-escaped. When every chart has drawn, the page sets
+`data-rendered="true"` on <body> (`data-render-error` if one failed): a headless browser
+shows whether the page works."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import altair as alt
+import vl_convert
+
+from jobs.reporting.data import (
+    KEPT,
+    REJECTED_ELSEWHERE,
+    REJECTED_HERE,
+    TOP_VALUES,
+    ReportData,
+    ScoreStats,
+    WhatIf,
+)
+from jobs.reporting.thresholds import rule_score_names
+from udfs.rules import BY_NAME
+
+GROUP_COLORS = {KEPT: "#4c78a8", REJECTED_HERE: "#e45756", REJECTED_ELSEWHERE: "#bab0ac"}
+# The scores a rejected sample shows, for the rules outside udfs/rules.py.
+SCORER_RULE_COLUMNS = {
+    "align_coverage": ("align_coverage", "align_fwd_logprob", "align_rev_logprob"),
+    "embed_cosine": ("embed_cosine",),
+    "embed_margin": ("embed_cosine", "embed_margin"),
+    "pair_score": ("pair_score",),
+}
+CHART_WIDTH = 560
+NAV = ('<p><a href="#funnel">funnel</a> · <a href="#scores">scores</a> · '
+       '<a href="#what-if">what if</a> · <a href="#samples">samples</a> · '
+       '<a href="#config">config</a></p>')
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1300px; }
+table { border-collapse: collapse; margin: .5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.current { font-weight: bold; background: #ffd; }
+.scores { display: flex; flex-wrap: wrap; gap: 1em; }
+.score { border: 1px solid #ddd; padding: .5em; width: 600px; }
+pre { background: #f6f6f6; padding: .5em; overflow: auto; max-height: 40em; }
+.note { color: #a33; }
+.pair-text { max-width: 500px; overflow-wrap: anywhere; }
+"""
+# Draws every chart, then marks the page as rendered (or the error), for people and tests.
+EMBED_SCRIPT = """
+const sluiceCharts = JSON.parse(document.getElementById("sluice-specs").textContent);
+Promise.all(Object.entries(sluiceCharts).map(([id, spec]) =>
+    vegaEmbed("#" + id, spec, {actions: false, renderer: "svg"})))
+  .then(() => document.body.setAttribute("data-rendered", "true"))
+  .catch((err) => {
+    document.body.setAttribute("data-render-error", String(err));
+    console.error(err);
+  });
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def number(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return esc(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return esc(value)
+
+
+def share(part: int | None, whole: int | None) -> str:
+    return f"{part / whole:.1%}" if part is not None and whole else "–"
+
+
+def slug(*parts: str) -> str:
+    """An element id from lake names (any characters): hex keeps it valid and unique."""
+    return "c-" + "-".join(p.encode().hex() for p in parts)
+
+
+def table_html(headers: Sequence[str], rows: Iterable[Sequence[str]], attrs: str = "") -> str:
+    """A table; cells are given as HTML (escape them first)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(f"<tr>{''.join(row)}</tr>" for row in rows)
+    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def td(value: Any, numeric: bool = False, attrs: str = "") -> str:
+    cls = ' class="n"' if numeric else ""
+    return f"<td{cls}{attrs}>{number(value) if numeric else esc(value)}</td>"
+
+
+def data(rows: list[dict[str, Any]]) -> alt.Data:
+    return alt.Data(values=rows)
+
+
+# --- Charts --------------------------------------------------------------------------------
+
+
+def funnel_chart(steps: list[dict[str, Any]], kept: int) -> dict[str, Any]:
+    """Rows rejected by each rule that rejected any (in funnel order), then kept."""
+    bars = [{"label": f"{r['step']:02d} {r['rule']}", "rows": r["rows_rejected"],
+             "what": "rejected"} for r in steps if r["rows_rejected"]]
+    bars.append({"label": "kept", "rows": kept, "what": "kept"})
+    order = [b["label"] for b in bars]
+    return alt.Chart(data(bars)).mark_bar().encode(
+        y=alt.Y("label:N", sort=order, title=None),
+        x=alt.X("rows:Q", title="rows"),
+        color=alt.Color("what:N", scale=alt.Scale(domain=["rejected", "kept"],
+                                                  range=["#e45756", "#4c78a8"]), legend=None),
+        tooltip=["label:N", "rows:Q"],
+    ).properties(width=CHART_WIDTH, height=alt.Step(16)).to_dict()
+
+
+def history_chart(history: list[dict[str, Any]]) -> dict[str, Any]:
+    return alt.Chart(data(history)).mark_line(point=True).encode(
+        x=alt.X("started_at:T", title="run started"),
+        y=alt.Y("kept_share:Q", title="kept share", axis=alt.Axis(format="%")),
+        color=alt.Color("corpus:N"),
+        tooltip=["run_id:N", "corpus:N", "rows_in:Q", "kept:Q",
+                 alt.Tooltip("kept_share:Q", format=".1%")],
+    ).properties(width=CHART_WIDTH, height=160).to_dict()
+
+
+def histogram_chart(s: ScoreStats) -> dict[str, Any]:
+    groups = [KEPT, REJECTED_HERE, REJECTED_ELSEWHERE]
+    bars = alt.Chart(data(s.bins)).mark_bar().encode(
+        x=alt.X("bin_start:Q", bin="binned", title=s.column),
+        x2="bin_end:Q",
+        y=alt.Y("sum(rows):Q", stack="zero", title="rows"),
+        color=alt.Color("group:N", scale=alt.Scale(domain=groups,
+                                                   range=[GROUP_COLORS[g] for g in groups]),
+                        legend=alt.Legend(orient="top", title=None)),
+        tooltip=["group:N", "bin_start:Q", "bin_end:Q", "rows:Q"],
+    )
+    layers: list[alt.Chart] = [bars]
+    if s.threshold is not None:
+        marks = [{"at": b, "label": s.threshold.label()} for b in s.threshold.bounds()]
+        layers.append(alt.Chart(data(marks)).mark_rule(color="black", strokeDash=[5, 3],
+                                                       strokeWidth=2)
+                      .encode(x="at:Q", tooltip=["label:N"]))
+    return alt.layer(*layers).properties(width=CHART_WIDTH - 60, height=150).to_dict()
+
+
+# --- Sections ------------------------------------------------------------------------------
+
+
+def header(d: ReportData) -> str:
+    r = d.run
+    corpora = sorted({(f["pair"], f["corpus"]) for f in d.funnel})
+    rows = [("run", r.run_id), ("status", r.status), ("job", r.job),
+            ("pairs / corpora", ", ".join(f"{p}/{c}" for p, c in corpora)),
+            ("started", r.started_at), ("finished", r.finished_at),
+            ("config hash", r.config_hash)]
+    if r.error:
+        rows.append(("error", r.error))
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in d.notes)
+    return (f"<h1>Filter run {esc(r.run_id)}</h1>{NAV}"
+            + table_html(["", ""], [[f"<th>{esc(k)}</th>", td(v)] for k, v in rows]) + notes)
+
+
+def funnel_section(d: ReportData, specs: dict[str, dict]) -> str:
+    out = ['<h2 id="funnel">Funnel</h2><p>From <code>filter_stats</code>: rows that reached '
+           "each rule (in the order rows meet them) and the rows it rejected.</p>"]
+    corpora = sorted({(f["pair"], f["corpus"]) for f in d.funnel})
+    for pair, corpus in corpora:
+        steps = [f for f in d.funnel if (f["pair"], f["corpus"]) == (pair, corpus)]
+        rows_in = steps[0]["rows_in"]
+        kept = rows_in - sum(f["rows_rejected"] for f in steps)
+        chart_id = slug("funnel", pair, corpus)
+        specs[chart_id] = funnel_chart(steps, kept)
+        rows = [[td(f["step"], True), td(f["stage"]), td(f["rule"]),
+                 td(f["rows_in"], True, ' data-field="rows_in"'),
+                 td(f["rows_rejected"], True, ' data-field="rows_rejected"'),
+                 td(share(f["rows_rejected"], f["rows_in"]), True)] for f in steps]
+        rows.append([td(""), td(""), td("kept"), td(""),
+                     td(kept, True, ' data-field="kept"'), td(share(kept, rows_in), True)])
+        attrs = (f' class="funnel" data-pair="{esc(pair)}" data-corpus="{esc(corpus)}"'
+                 f' data-rows-in="{rows_in}"')
+        out.append(f"<h3>{esc(pair)} / {esc(corpus)}: {rows_in:,} in, {kept:,} kept "
+                   f"({share(kept, rows_in)})</h3>"
+                   f'<div class="chart" id="{chart_id}"></div>'
+                   + table_html(["step", "stage", "rule", "rows in", "rejected", "share"],
+                                rows, attrs))
+    if d.history:
+        chart_id = slug("history")
+        specs[chart_id] = history_chart(d.history)
+        rows = [[td(h["run_id"] + (" (this run)" if h["run_id"] == d.run.run_id else "")),
+                 td(f"{h['pair']}/{h['corpus']}"), td(h["started_at"]),
+                 td(h["rows_in"], True), td(h["kept"], True),
+                 td(share(h["kept"], h["rows_in"]), True)] for h in d.history]
+        out.append("<h3>Kept share across the corpora's runs</h3>"
+                   f'<div class="chart" id="{chart_id}"></div>'
+                   + table_html(["run", "corpus", "started", "rows in", "kept", "kept share"],
+                                rows))
+    return "".join(out)
+
+
+def scores_section(d: ReportData, specs: dict[str, dict]) -> str:
+    out = ['<h2 id="scores">Scores</h2><p>Every stored score of the run\'s rows: kept '
+           "rows, rows rejected by the rule that cuts the score, rows rejected by another "
+           "rule. The dashed line is the configured threshold; values beyond the 0.5th–99.5th "
+           "percentiles are counted in the edge bins. <i>Kept at threshold</i>: of the rows "
+           "still alive when the score's rule ran, those whose score passes the threshold "
+           "(other conditions of the rule, e.g. char_word_min_tokens, are not applied).</p>"]
+    for pair in sorted({s.pair for s in d.scores}):
+        out.append(f"<h3>{esc(pair)}</h3><div class=\"scores\">")
+        for s in (s for s in d.scores if s.pair == pair):
+            chart_id = slug("hist", pair, s.column)
+            if s.bins:
+                specs[chart_id] = histogram_chart(s)
+            if s.threshold is not None:
+                caption = (f"{esc(s.threshold.label())} (rule {esc(s.rule)}): kept at threshold "
+                           f"{number(s.kept_at_threshold)} of {number(s.alive)} alive rows "
+                           f"({share(s.kept_at_threshold, s.alive)})")
+            else:
+                caption = "no single configured threshold"
+            body = (f'<div class="chart histogram" id="{chart_id}" data-score="{esc(s.column)}">'
+                    "</div>" if s.bins else "<p>no row has this score</p>")
+            out.append(f'<div class="score"><b>{esc(s.column)}</b><br><small>{caption}</small>'
+                       f"{body}</div>")
+        out.append("</div>")
+    if d.text_scores:
+        rows = [[td(t["pair"]), td(t["column"]), td(t["value"]), td(t["outcome"]),
+                 td(t["rows"], True)] for t in d.text_scores]
+        out.append(f"<h3>Text scores: most frequent values (top {TOP_VALUES})</h3>"
+                   + table_html(["pair", "score", "value", "outcome", "rows"], rows))
+    return "".join(out)
+
+
+def what_if_section(what_ifs: list[WhatIf]) -> str:
+    out = ['<h2 id="what-if">What if</h2><p>Rows kept at other values of each threshold, '
+           "counted in Spark from the stored scores among the rows alive when its rule ran (a "
+           "threshold over several scores keeps a row only when all pass).</p>"]
+    for w in what_ifs:
+        now = next(r["kept"] for r in w.rows if r["current"])
+        body = "".join(
+            ('<tr class="current">' if r["current"] else "<tr>")
+            + td(r["label"]) + td(r["kept"], True) + td(share(r["kept"], w.alive), True)
+            + td(f"{r['kept'] - now:+,}", True) + "</tr>"
+            for r in w.rows)
+        out.append(f"<h3>{esc(w.pair)}: {esc(w.threshold.label())} (rule {esc(w.threshold.rule)}"
+                   f"; {esc(', '.join(w.threshold.columns))}; {w.alive:,} alive rows)</h3>"
+                   f'<table class="what-if" data-pair="{esc(w.pair)}" '
+                   f'data-rule="{esc(w.threshold.rule)}" data-alive="{w.alive}" '
+                   f'data-kept-now="{now}"><thead><tr><th>value</th><th>kept</th><th>share</th>'
+                   f"<th>vs current</th></tr></thead><tbody>{body}</tbody></table>")
+    return "".join(out)
+
+
+def rule_columns(rule: str, mono: bool) -> tuple[str, ...]:
+    if rule in BY_NAME:
+        return tuple(rule_score_names(BY_NAME[rule], mono))
+    return SCORER_RULE_COLUMNS.get(rule, ())
+
+
+def pair_cells(row: dict[str, Any]) -> list[str]:
+    if "text" in row:
+        return [f'<td class="pair-text">{esc(row["text"])}</td>']
+    return [f'<td class="pair-text">{esc(row["src"])}</td>',
+            f'<td class="pair-text">{esc(row["tgt"])}</td>']
+
+
+def samples_section(d: ReportData) -> str:
+    mono = bool(d.run.config.get("lang"))
+    text_headers = ["text"] if mono else ["source", "target"]
+    key = "lang" if mono else "pair"
+    out = ['<h2 id="samples">Samples</h2><h3>Rejected pairs, ten per rule</h3>']
+    step = {f["rule"]: f["step"] for f in d.funnel}
+    rules = sorted(dict.fromkeys(r["reject_rule"] for r in d.rejected_samples),
+                   key=lambda rule: (step.get(rule, len(step)), rule))  # in funnel order
+    for rule in rules:
+        rows = [r for r in d.rejected_samples if r["reject_rule"] == rule]
+        columns = [c for c in rule_columns(rule, mono) if c in rows[0]]
+        cells = []
+        for r in rows:
+            scores = ", ".join(f"{c}={number(r[c])}" for c in columns)
+            if r.get("dup_of") is not None:
+                scores = f"dup_of={r['dup_of']}"
+            cells.append([td(f"{r[key]} {r['corpus']}:{r['line']}"), *pair_cells(r),
+                          td(scores)])
+        out.append(f"<h4>{esc(rule)} ({esc(rows[0]['reject_stage'])})</h4>"
+                   + table_html(["where", *text_headers, "scores"], cells,
+                                f' class="samples" data-rule="{esc(rule)}"'))
+    out.append("<h3>Kept pairs nearest each threshold</h3>")
+    for score in dict.fromkeys(r["score"] for r in d.near_samples):
+        rows = [r for r in d.near_samples if r["score"] == score]
+        cells = [[td(f"{r[key]} {r['corpus']}:{r['line']}"), *pair_cells(r),
+                  td(r["value"], True)] for r in rows]
+        out.append(f"<h4>{esc(score)}</h4>"
+                   + table_html(["where", *text_headers, score], cells))
+    return "".join(out)
+
+
+def pretty(value: Any) -> str:
+    return esc(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def config_section(d: ReportData) -> str:
+    r = d.run
+    return ('<h2 id="config">Configuration</h2>'
+            f"<p>Resolved config of the run (hash <code>{esc(r.config_hash)}</code>), as stored "
+            "in <code>runs</code>.</p>"
+            f"<h3>Inputs</h3><pre>{pretty(r.inputs)}</pre>"
+            f"<h3>Spark</h3><pre>{pretty(r.spark)}</pre>"
+            f"<h3>Config</h3><pre>{pretty(r.config)}</pre>")
+
+
+def script_text(text: str) -> str:
+    """Script text safe inside a <script> element: `</script` would end it early, `<\\/script`
+    means the same in a JavaScript string or regular expression (and in JSON)."""
+    return re.sub(r"</(script)", r"<\\/\1", text, flags=re.IGNORECASE)
+
+
+def json_text(value: Any) -> str:
+    """JSON safe inside a <script> element: every `</` written `<\\/` (the same string)."""
+    return json.dumps(value).replace("</", "<\\/")
+
+
+def vega_bundle() -> str:
+    """Vega, Vega-Lite (the version Altair writes specs for) and vega-embed, as one script."""
+    vl_version = "_".join(alt.SCHEMA_VERSION.split(".")[:2])  # v6.4.1 -> v6_4
+    return vl_convert.javascript_bundle(vl_version=vl_version)
+
+
+def render(d: ReportData) -> str:
+    specs: dict[str, dict] = {}
+    body = "".join([header(d), funnel_section(d, specs), scores_section(d, specs),
+                    what_if_section(d.what_ifs), samples_section(d), config_section(d)])
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f"<title>sluice run {esc(d.run.run_id)}</title><style>{STYLE}</style>"
+        f"<script>{script_text(vega_bundle())}</script></head>\n"
+        f"<body>{body}\n"
+        f'<script type="application/json" id="sluice-specs">{json_text(specs)}'
+        f"</script>\n<script>{EMBED_SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,193 @@
+"""Which configured threshold each stored score column is cut at, for the run report
+(jobs/report.py). Pure logic: no Spark.
+
+The rule registry (udfs/rules.py) lists each rule's score columns and settings but not which
+setting cuts which score, so the link is read off the names: a setting `max_X` cuts the score
+`X` from above, `min_X` from below, and a `Range` setting named `X` keeps `X` inside it; `X`
+is the column's name with or without its side prefix (`src_tokens` -> `tokens`). A setting
+`<name>_by_lang` overrides it for a side of that language. A score matching no setting (or
+cut by a length-dependent threshold, like langid's `lang_prob`) gets none. The pair scorers'
+thresholds (align, embed, pair_score) are read from their units (jobs/filtering/scorer_rules.py),
+which
+name their settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jobs.filtering.config import FilterConfig
+from jobs.filtering.scorer_rules import scorer_rules
+from udfs.rules import Range, RowScore, Rule
+
+Kind = Literal["max", "min", "range"]
+# Settings that say where a rule applies, not where a score is cut: `min_copied_words` lets
+# copied_text fail only pairs sharing that many words (its `min_` would read as a cut-off);
+# under langid's `min_chars` only the script is checked.
+CONDITIONS = frozenset({"min_copied_words", "char_word_min_tokens", "min_chars"})
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A cut-off on one or more score columns: rows whose every column passes are kept (a null
+    score passes, as in the rules). `value` is (low, high) for a range."""
+
+    setting: str  # the config key, e.g. rules.max_tokens
+    rule: str  # the reject_rule a failing row gets
+    kind: Kind
+    value: float | tuple[float, float]
+    columns: tuple[str, ...]
+    integer: bool = False  # an int setting: what-if values stay whole
+
+    def label(self) -> str:
+        if self.kind == "range":
+            low, high = self.value  # type: ignore[misc]
+            return f"{self.setting} = [{low:g}, {high:g}]"
+        return f"{self.setting} = {self.value:g}"
+
+    def bounds(self) -> list[float]:
+        """The values drawn as rule marks."""
+        return list(self.value) if self.kind == "range" else [self.value]  # type: ignore[arg-type]
+
+    def with_value(self, value: float | tuple[float, float]) -> Threshold:
+        return Threshold(self.setting, self.rule, self.kind, value, self.columns, self.integer)
+
+
+def passes(kind: Kind, value: float | tuple[float, float], score: float | None) -> bool:
+    """Whether a score is kept by the threshold (null passes). The Spark form is in
+    jobs/reporting/data.py; this one documents and tests the direction."""
+    if score is None:
+        return True
+    if kind == "max":
+        return score <= value  # type: ignore[operator]
+    if kind == "min":
+        return score >= value  # type: ignore[operator]
+    low, high = value  # type: ignore[misc]
+    return low <= score <= high
+
+
+def rule_score_names(rule: Rule, mono: bool) -> list[str]:
+    """The stored column names of a rule's scores, in a bitext table (`src_x`, `tgt_x`, row
+    scores) or a monolingual one (only the source's, as udfs/rules.py renames them)."""
+    names: list[str] = []
+    for score in rule.scores:
+        if isinstance(score, RowScore):
+            if not mono:
+                names.append(score.name)
+            continue
+        for side in score.sides:
+            if mono and side != "src":
+                continue
+            for name in score.exprs:
+                names.append(score.mono_names.get(name, name) if mono else f"{side}_{name}")
+    return names
+
+
+def _cut(setting: str, column: str, side_free: str) -> Kind | None:
+    """How `setting` cuts `column` (named `side_free` without its side), if it does."""
+    if setting in CONDITIONS:
+        return None
+    for prefix, kind in (("max_", "max"), ("min_", "min")):
+        named = {setting, setting.removeprefix(prefix)}  # max_word_chars cuts max_word_chars
+        if setting.startswith(prefix) and named & {column, side_free}:
+            return kind  # type: ignore[return-value]
+    return None
+
+
+def _value(raw: Any) -> float | tuple[float, float]:
+    if isinstance(raw, Range):
+        return (float(raw.min), float(raw.max))
+    if isinstance(raw, Mapping):
+        return (float(raw["min"]), float(raw["max"]))
+    return float(raw)
+
+
+def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: tuple[str, str],
+                    mono: bool) -> dict[str, Threshold]:
+    """Score column -> its threshold, for the rules that ran (`rules`, in run order: a score
+    shared by two rules is cut by the first that runs, which is where it rejects rows)."""
+    side_lang = {"src": langs[0], "tgt": langs[1]}
+    found: dict[str, Threshold] = {}
+    claimed: set[str] = set()
+    for rule in rules:
+        for column in rule_score_names(rule, mono):
+            side, _, bare = column.partition("_")
+            if column in claimed or (rule.name.endswith(("_src", "_tgt"))
+                                     and side in side_lang and not rule.name.endswith(side)):
+                continue  # langid_src stores both sides' scores but judges only the source's
+            claimed.add(column)
+            side_free = bare if side in side_lang else column
+            for s in rule.settings:
+                kind: Kind | None = "range" if s.type is Range and s.name in (
+                    column, side_free) else _cut(s.name, column, side_free)
+                if kind is None or settings.get(s.name) is None:
+                    continue
+                raw = settings[s.name]
+                by_lang = settings.get(f"{s.name}_by_lang") or {}
+                lang = side_lang.get(side, langs[0])
+                if lang in by_lang:
+                    raw = by_lang[lang]
+                found[column] = Threshold(f"{s.section}.{s.name}", rule.name, kind, _value(raw),
+                                          (column,), s.type is int)
+                break
+    return found
+
+
+def scorer_thresholds(cfg: FilterConfig,
+                      pair_score_threshold: float | None) -> dict[str, Threshold]:
+    """The pair scorers' thresholds, from their units (jobs/filtering/scorer_rules.py);
+    pair_score's is
+    `pair_score.min_score` or else `pair_score_threshold` (the model's, or the run's fit)."""
+    found: dict[str, Threshold] = {}
+    for unit in scorer_rules(cfg):
+        key, value = unit.setting(cfg)
+        if value is None and unit.rule == "pair_score":
+            key, value = "pair_score (the run's threshold)", pair_score_threshold
+        if value is not None:
+            found[unit.score] = Threshold(key, unit.rule, "min", float(value), (unit.score,))
+    return found
+
+
+def grouped(by_column: Mapping[str, Threshold]) -> list[Threshold]:
+    """One threshold per (setting, rule, value): the columns it cuts together (`src_tokens` and
+    `tgt_tokens` under rules.max_tokens), as a what-if varies them together."""
+    groups: dict[tuple[str, Any], Threshold] = {}
+    for t in by_column.values():
+        key = (t.setting, t.rule, t.value)
+        if key in groups:
+            old = groups[key]
+            groups[key] = Threshold(old.setting, old.rule, old.kind, old.value,
+                                    (*old.columns, *t.columns), old.integer)
+        else:
+            groups[key] = t
+    return list(groups.values())
+
+
+# What-if grid: the current value times these factors (a range is widened or narrowed about
+# both bounds: low / f, high * f).
+WHAT_IF_FACTORS = (0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
+
+
+def what_if_grid(t: Threshold) -> list[float | tuple[float, float]]:
+    """Values around the current one (the factors' order); a share (a value in 0..1) stays
+    in 0..1 and an integer setting stays whole."""
+    integer = t.integer
+
+    def scaled(v: float, f: float) -> float:
+        out = float(round(v * f)) if integer else float(f"{v * f:.3g}")
+        return min(out, 1.0) if 0 <= v <= 1 and not integer else out
+
+    grid: list[float | tuple[float, float]] = []
+    for f in WHAT_IF_FACTORS:
+        if t.kind == "range":
+            low, high = t.value  # type: ignore[misc]
+            v: float | tuple[float, float] = (scaled(low, 1 / f), scaled(high, f))
+        else:
+            v = scaled(t.value, f)  # type: ignore[arg-type]
+        if v not in grid:
+            grid.append(v)
+    if t.value not in grid:
+        grid.append(t.value)
+    return grid

@@ -1,0 +1,10 @@
+"""The selection job: score a lake table against an in-domain seed and keep the best rows.
+
+    spark-submit jobs/select_data.py --config conf/select-zh-en.yaml
+
+The job is jobs.selection.job; this is the script spark-submit runs (README "Architecture")."""
+
+from jobs.selection.job import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""`sluice` (jobs/kit/launcher.py): the console script lists the jobs and runs each through
+spark-submit from a shell with no venv activated and no SPARK_HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.kit.launcher import JOBS, JOBS_DIR, command, split
+
+SLUICE = Path(sys.executable).parent / "sluice"
+BARE_SHELL = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}
+
+
+def test_options_before_the_job_go_to_spark_submit() -> None:
+    assert split(["--master", "local[2]", "--conf", "a=b", "--verbose", "filter", "--lake", "L"]) \
+        == (["--master", "local[2]", "--conf", "a=b", "--verbose"], "filter", ["--lake", "L"])
+    assert split(["--conf=a=b", "report"]) == (["--conf=a=b"], "report", [])
+
+
+def test_every_job_has_its_entry_script() -> None:
+    for name, (script, _) in JOBS.items():
+        assert (JOBS_DIR / script).is_file(), name
+
+
+def test_the_command_is_spark_submit_of_the_entry_script() -> None:
+    cmd, env = command(["--master", "local[1]", "select", "--config", "c.yaml"])
+    assert cmd[0].endswith("/bin/spark-submit") and Path(cmd[0]).is_file()
+    assert cmd[1:] == ["--master", "local[1]", str(JOBS_DIR / "select_data.py"),
+                       "--config", "c.yaml"]
+    assert env["PYSPARK_PYTHON"] == sys.executable
+
+
+def test_sluice_lists_the_jobs_from_a_bare_shell() -> None:
+    done = subprocess.run([str(SLUICE), "--help"], env=BARE_SHELL, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert all(f"  {name} " in done.stdout for name in JOBS)
+
+
+def test_an_unknown_job_is_one_line_and_exit_2() -> None:
+    done = subprocess.run([str(SLUICE), "filtr"], env=BARE_SHELL, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "no job 'filtr'" in done.stderr
+
+
+@pytest.mark.integration
+def test_a_job_runs_through_spark_submit_from_a_bare_shell() -> None:
+    done = subprocess.run([str(SLUICE), "--master", "local[1]", "report", "--help"],
+                          env=BARE_SHELL, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("usage: jobs/report.py") or "usage:" in done.stdout
