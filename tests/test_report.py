@@ -16,9 +16,6 @@ import pyarrow.dataset as ds
 import pytest
 from integration_helpers import REPO, spark_submit
 
-from jobs.filtering.config import load_config
-from jobs.reporting.thresholds import grouped, passes, rule_thresholds, what_if_grid
-
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
 RUN_ID = "report-1"
@@ -208,32 +205,3 @@ def test_bad_input_is_one_line_and_exit_2(lake: Path, report: Path, tmp_path: Pa
     done = spark_submit("--lake", str(lake), "--pair", "de-en", "--out", str(out), job="report")
     assert "no succeeded filter run of pair de-en" in one_error_line(done)
     assert not out.exists() and not missing.exists()
-
-
-# -- The score -> threshold mapping, without Spark ---------------------------------------------
-
-
-def test_each_score_is_cut_by_the_setting_named_for_it() -> None:
-    cfg = load_config(REPO / "conf/zh-en.yaml")
-    found = rule_thresholds(cfg.rules_run, cfg.rule_settings, cfg.langs, cfg.mono)
-    t = found["src_tokens"]
-    assert (t.setting, t.rule, t.kind, t.value) == ("rules.max_tokens", "too_many_tokens",
-                                                    "max", cfg.rules.max_tokens)
-    assert found["token_ratio"].kind == "range"
-    # per language: the zh side's characters per word range, the en side's the default one
-    zh = cfg.rules.char_word_ratio_by_lang["zh"]
-    assert found["src_char_word_ratio"].value == (zh.min, zh.max)
-    default = cfg.rules.char_word_ratio
-    assert found["tgt_char_word_ratio"].value == (default.min, default.max)
-    # langid_src stores both sides' script shares; the target's is langid_tgt's to cut
-    assert found["tgt_script_share"].rule == "langid_tgt"
-    # no single threshold: a condition (min_copied_words), a length-dependent one (lang_prob),
-    # a score with no setting (chars: `empty` fails zero, the first rule that stores it)
-    for column in ("copied_words", "src_lang_prob", "src_chars", "bracket_mismatch"):
-        assert column not in found, column
-    tokens = next(g for g in grouped(found) if g.setting == "rules.max_tokens")
-    assert tokens.columns == ("src_tokens", "tgt_tokens")
-    grid = what_if_grid(tokens)
-    assert cfg.rules.max_tokens in grid and all(v == int(v) for v in grid)  # type: ignore[arg-type]
-    assert passes("max", 120, 120) and not passes("max", 120, 121) and passes("min", 0.5, None)
-    assert not passes("range", (0.3, 3.0), 3.5)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import or_
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -194,13 +194,19 @@ class Range:
 @dataclass(frozen=True)
 class Setting:
     """A key a rule reads from `section:` of the config, its type (validated by pydantic) and
-    what it means. Its default, and where that comes from, is in conf/defaults.yaml."""
+    what it means. Its default, and where that comes from, is in conf/defaults.yaml.
+
+    A threshold names the score it cuts (`cuts`, the score's name without its side) and how
+    (`bound`: a `max`, a `min`, or a `range` the score must lie in): the run report draws it
+    and asks what-ifs of it. A setting without `cuts` is a condition (where a rule applies) or
+    an input (a pattern, a label list)."""
 
     name: str
     type: Any
     doc: str
     section: str = "rules"
-
+    cuts: str | None = None
+    bound: Literal["max", "min", "range"] | None = None
 
 @dataclass(frozen=True)
 class Side:
@@ -322,7 +328,8 @@ LANGID_SETTINGS = (
     Setting("min_chars_by_lang", dict[str, int], "min_chars per language", "langid"),
     Setting("long_chars", int, "from this many characters min_prob applies", "langid"),
     Setting("long_chars_by_lang", dict[str, int], "long_chars per language", "langid"),
-    Setting("min_script_share", float, "least share of letters in the script", "langid"),
+    Setting("min_script_share", float, "least share of letters in the script", "langid",
+            cuts="script_share", bound="min"),
     Setting("accept", dict[str, list[str]], "lid.176 labels accepted per language", "langid"),
 )
 
@@ -394,14 +401,16 @@ RULES: tuple[Rule, ...] = (
         "A side has more than max_tokens tokens (udfs/tokens.py).",
         scores=(TOKENS,),
         fails=lambda row: row.largest("tokens") > row.settings["max_tokens"],
-        settings=(Setting("max_tokens", int, "most tokens on either side"),),
+        settings=(Setting("max_tokens", int, "most tokens on either side", cuts="tokens",
+                          bound="max"),),
     ),
     Rule(
         "long_word",
         "A side has a token longer than max_word_chars characters.",
         scores=(SideScores({"max_word_chars": lambda s: s.analysis("max_token_chars")}),),
         fails=lambda row: row.largest("max_word_chars") > row.settings["max_word_chars"],
-        settings=(Setting("max_word_chars", int, "most characters in one token"),),
+        settings=(Setting("max_word_chars", int, "most characters in one token",
+                          cuts="max_word_chars", bound="max"),),
     ),
     Rule(
         "token_ratio",
@@ -416,7 +425,8 @@ RULES: tuple[Rule, ...] = (
             ),
         ),
         fails=lambda row: row.settings["token_ratio"].outside(F.col("token_ratio")),
-        settings=(Setting("token_ratio", Range, "source/target token ratio range"),),
+        settings=(Setting("token_ratio", Range, "source/target token ratio range",
+                          cuts="token_ratio", bound="range"),),
         pair_only=True,
     ),
     Rule(
@@ -439,7 +449,8 @@ RULES: tuple[Rule, ...] = (
             & char_word_range(row, s).outside(s.score("char_word_ratio"))
         ),
         settings=(
-            Setting("char_word_ratio", Range, "characters per token range"),
+            Setting("char_word_ratio", Range, "characters per token range", cuts="char_word_ratio",
+                    bound="range"),
             Setting("char_word_ratio_by_lang", dict[str, Range], "char_word_ratio per language"),
             Setting("char_word_min_tokens", int, "sides with fewer tokens are not checked"),
         ),
@@ -449,14 +460,16 @@ RULES: tuple[Rule, ...] = (
         "A side's punctuation/symbols over its non-space characters above max_punct_share.",
         scores=(SideScores({"punct_share": lambda s: punct_share(s.text)}),),
         fails=lambda row: row.largest("punct_share") > row.settings["max_punct_share"],
-        settings=(Setting("max_punct_share", float, "most punctuation share on either side"),),
+        settings=(Setting("max_punct_share", float, "most punctuation share on either side",
+                          cuts="punct_share", bound="max"),),
     ),
     Rule(
         "src_digit_share",
         "The source side's digits over its non-space characters above max_src_digit_share.",
         scores=(SideScores({"digit_share": lambda s: digit_share(s.text)}, sides=("src",)),),
         fails=lambda row: row.src.score("digit_share") > row.settings["max_src_digit_share"],
-        settings=(Setting("max_src_digit_share", float, "most digit share on the source side"),),
+        settings=(Setting("max_src_digit_share", float, "most digit share on the source side",
+                          cuts="digit_share", bound="max"),),
     ),
     Rule(
         "unbalanced_brackets",
@@ -484,7 +497,8 @@ RULES: tuple[Rule, ...] = (
         fails=lambda row: (F.col("copied_words") >= row.settings["min_copied_words"])
         & (F.col("copy_share") > row.settings["max_copy_share"]),
         settings=(
-            Setting("max_copy_share", float, "most share of a side in words copied across"),
+            Setting("max_copy_share", float, "most share of a side in words copied across",
+                    cuts="copy_share", bound="max"),
             Setting("min_copied_words", int, "fewer shared words never fail"),
         ),
         pair_only=True,

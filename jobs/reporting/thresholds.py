@@ -1,15 +1,13 @@
 """Which configured threshold each stored score column is cut at, for the run report
 (jobs/report.py). Pure logic: no Spark.
 
-The rule registry (udfs/rules.py) lists each rule's score columns and settings but not which
-setting cuts which score, so the link is read off the names: a setting `max_X` cuts the score
-`X` from above, `min_X` from below, and a `Range` setting named `X` keeps `X` inside it; `X`
-is the column's name with or without its side prefix (`src_tokens` -> `tokens`). A setting
-`<name>_by_lang` overrides it for a side of that language. A score matching no setting (or
-cut by a length-dependent threshold, like langid's `lang_prob`) gets none. The pair scorers'
-thresholds (align, embed, pair_score) are read from their units (jobs/filtering/scorer_rules.py),
-which
-name their settings.
+Each rule setting that is a threshold declares the score it cuts and how (udfs/rules.py
+`Setting.cuts`, `Setting.bound`), so the link does not hang on names: `max_src_digit_share`
+cuts the source's `digit_share`, stored as `src_digit_share` in a bitext table and
+`digit_share` in a monolingual one. A setting `<name>_by_lang` overrides it for a side of that
+language. A score no setting cuts (or cut by a length-dependent threshold, like langid's
+`lang_prob`) gets none. The pair scorers' thresholds (align, embed, pair_score) are read from
+their units (jobs/filtering/scorer_rules.py), which name their settings.
 """
 
 from __future__ import annotations
@@ -23,12 +21,6 @@ from jobs.filtering.scorer_rules import scorer_rules
 from udfs.rules import Range, RowScore, Rule
 
 Kind = Literal["max", "min", "range"]
-# Settings that say where a rule applies, not where a score is cut: `min_copied_words` lets
-# copied_text fail only pairs sharing that many words (its `min_` would read as a cut-off);
-# under langid's `min_chars` only the script is checked.
-CONDITIONS = frozenset({"min_copied_words", "char_word_min_tokens", "min_chars"})
-
-
 @dataclass(frozen=True)
 class Threshold:
     """A cut-off on one or more score columns: rows whose every column passes are kept (a null
@@ -68,32 +60,28 @@ def passes(kind: Kind, value: float | tuple[float, float], score: float | None) 
     return low <= score <= high
 
 
-def rule_score_names(rule: Rule, mono: bool) -> list[str]:
-    """The stored column names of a rule's scores, in a bitext table (`src_x`, `tgt_x`, row
-    scores) or a monolingual one (only the source's, as udfs/rules.py renames them)."""
-    names: list[str] = []
+def score_columns(rule: Rule, mono: bool) -> list[tuple[str, str, str | None]]:
+    """(stored column, score name, side or None for a row score) of each of a rule's scores,
+    in a bitext table (`src_x`, `tgt_x`, row scores) or a monolingual one (only the source's,
+    under the names udfs/rules.py gives them there)."""
+    found: list[tuple[str, str, str | None]] = []
     for score in rule.scores:
         if isinstance(score, RowScore):
             if not mono:
-                names.append(score.name)
+                found.append((score.name, score.name, None))
             continue
         for side in score.sides:
             if mono and side != "src":
                 continue
             for name in score.exprs:
-                names.append(score.mono_names.get(name, name) if mono else f"{side}_{name}")
-    return names
+                column = score.mono_names.get(name, name) if mono else f"{side}_{name}"
+                found.append((column, name, side))
+    return found
 
 
-def _cut(setting: str, column: str, side_free: str) -> Kind | None:
-    """How `setting` cuts `column` (named `side_free` without its side), if it does."""
-    if setting in CONDITIONS:
-        return None
-    for prefix, kind in (("max_", "max"), ("min_", "min")):
-        named = {setting, setting.removeprefix(prefix)}  # max_word_chars cuts max_word_chars
-        if setting.startswith(prefix) and named & {column, side_free}:
-            return kind  # type: ignore[return-value]
-    return None
+def rule_score_names(rule: Rule, mono: bool) -> list[str]:
+    """The stored column names of a rule's scores."""
+    return [column for column, _, _ in score_columns(rule, mono)]
 
 
 def _value(raw: Any) -> float | tuple[float, float]:
@@ -112,25 +100,21 @@ def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: t
     found: dict[str, Threshold] = {}
     claimed: set[str] = set()
     for rule in rules:
-        for column in rule_score_names(rule, mono):
-            side, _, bare = column.partition("_")
-            if column in claimed or (rule.name.endswith(("_src", "_tgt"))
-                                     and side in side_lang and not rule.name.endswith(side)):
+        for column, score, side in score_columns(rule, mono):
+            if column in claimed or (rule.name.endswith(("_src", "_tgt")) and side is not None
+                                     and not rule.name.endswith(side)):
                 continue  # langid_src stores both sides' scores but judges only the source's
             claimed.add(column)
-            side_free = bare if side in side_lang else column
             for s in rule.settings:
-                kind: Kind | None = "range" if s.type is Range and s.name in (
-                    column, side_free) else _cut(s.name, column, side_free)
-                if kind is None or settings.get(s.name) is None:
+                if s.cuts != score or s.bound is None or settings.get(s.name) is None:
                     continue
                 raw = settings[s.name]
                 by_lang = settings.get(f"{s.name}_by_lang") or {}
-                lang = side_lang.get(side, langs[0])
+                lang = side_lang[side] if side else langs[0]
                 if lang in by_lang:
                     raw = by_lang[lang]
-                found[column] = Threshold(f"{s.section}.{s.name}", rule.name, kind, _value(raw),
-                                          (column,), s.type is int)
+                found[column] = Threshold(f"{s.section}.{s.name}", rule.name, s.bound,
+                                          _value(raw), (column,), s.type is int)
                 break
     return found
 
