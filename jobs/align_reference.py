@@ -1,6 +1,6 @@
 """Train a reference word aligner on a trusted corpus and save it in the lake.
 
-    spark-submit jobs/align_reference.py --pair zh-en --src F.zh --tgt F.en --lake ./lake --name
+    spark-submit jobs/align_reference.py --pair zh-en --input F.zh F.en --lake ./lake --name
     news
 
 The job is jobs.scorer_training.align_reference; this is the script spark-submit runs (README

@@ -123,7 +123,7 @@ def test_latest_is_the_newest_and_the_cli_saves_a_reference(first_run, store, tm
     conf = tmp_path / "small.yaml"  # the 2,000 Tatoeba pairs are under the default minimum
     conf.write_text("align: {min_train_pairs: 1000}\n")
     root = store.lake.root
-    argv = ["--pair", "zh-en", "--src", str(ZH), "--tgt", str(EN), "--lake", root]
+    argv = ["--pair", "zh-en", "--input", str(ZH), str(EN), "--lake", root]
     assert align_reference([*argv, "--name", "tatoeba-ref"]) == 2  # too few pairs: refused
     assert align_reference([*argv, "--name", "tatoeba-ref", "--config", str(conf)]) == 0
     assert store.names() == ["run-1", "tatoeba-ref"]

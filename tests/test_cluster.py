@@ -133,8 +133,8 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
     assert all(after[k][2] == before[k][margin] for k in after)  # stored, not recomputed
     assert len(again["clean"]) > len(remote_rows["clean"])
     report = tmp_path / "report.html"
-    ok(submit_to(cluster.url, "report", "--lake", str(remote), "--database", db,
-                 "--run", "cluster-2", "--out", str(report), spark_args=EXECUTORS))
+    ok(submit_to(cluster.url, "report", "--lake", str(remote), "--set", f"lake.database={db}",
+                 "--run-id", "cluster-2", "--out", str(report), spark_args=EXECUTORS))
     assert "cluster-2" in report.read_text(encoding="utf-8")
 
 

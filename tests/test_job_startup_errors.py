@@ -116,9 +116,9 @@ def test_a_bad_run_id_fails_before_spark(tmp_path: Path, job: str) -> None:
         "select": ["--pair", "zh-en", "--top", "10", "--seed", str(data)],
         "translate": ["--model", str(tmp_path / "model"), "--direction", "zh-en"],
     }.get(job)
-    if args is None:  # the report reads an existing lake: its run id is --run
+    if args is None:  # the report reads an existing lake: its run id is --run-id
         empty_lake(lake)
-        args = ["--run", BAD_RUN_ID, "--out", str(tmp_path / "r.html")]
+        args = ["--run-id", BAD_RUN_ID, "--out", str(tmp_path / "r.html")]
     else:
         args += ["--run-id", BAD_RUN_ID]
     done, took = timed_submit(*args, "--lake", str(lake), job="report" if job == "report"

@@ -43,8 +43,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def report(lake: Path) -> Path:
     out = lake.parent / "report.html"
-    # as README "Seeing a run" has it: spark-submit jobs/report.py --lake L --run ID --out F
-    done = spark_submit("--lake", str(lake), "--run", RUN_ID, "--out", str(out), job="report")
+    # as README "Seeing a run" has it: spark-submit jobs/report.py --lake L --run-id ID --out F
+    done = spark_submit("--lake", str(lake), "--run-id", RUN_ID, "--out", str(out), job="report")
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -196,7 +196,7 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
 
 def test_bad_input_is_one_line_and_exit_2(lake: Path, report: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    done = spark_submit("--lake", str(lake), "--run", "no-such-run", "--out", str(out),
+    done = spark_submit("--lake", str(lake), "--run-id", "no-such-run", "--out", str(out),
                         job="report")
     assert "unknown run id no-such-run" in one_error_line(done)
     missing = tmp_path / "no-lake"

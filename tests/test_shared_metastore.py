@@ -238,7 +238,7 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
     shell, parquet = SqlShell(lake, uri), ParquetReader(lake / "tables" / "bitext")
     report = subprocess.Popen(  # the report of the pool's run, made while the others commit
         [SUBMIT, "--master", "local[1]", "--conf", f"spark.hadoop.hive.metastore.uris={uri}",
-         str(REPO / "jobs/report.py"), "--lake", str(lake), "--run", "pool", "--out",
+         str(REPO / "jobs/report.py"), "--lake", str(lake), "--run-id", "pool", "--out",
          str(tmp_path / "report.html")], cwd=REPO, env=job_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     try:

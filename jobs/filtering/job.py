@@ -19,17 +19,14 @@ from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_scores import check_aligner
 from jobs.filtering.redecide import redecide
 from jobs.filtering.run import FilterRun
+from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_parser, lake_extra
 from jobs.kit.config import ConfigError, check_run_id
 from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="jobs/filter.py",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--config", help="YAML config (extends conf/defaults.yaml)")
+    p = job_parser("jobs/filter.py", __doc__)
+    add_config(p, "defaults.yaml")
     p.add_argument("--pair", help="language pair, source-target, e.g. zh-en")
     p.add_argument("--lang", help="language of monolingual text (instead of --pair), e.g. en")
     p.add_argument("--corpus", help="corpus name for --input")
@@ -45,16 +42,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=["auto", "tsv", "moses", "parquet", "text", "table"],
         default="auto",
     )
-    p.add_argument("--where", help="--format table: a SQL filter on the table's rows")
-    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set rules.max_tokens=200",
-    )
-    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    add_input_table(p, "a lake table of pairs (src, tgt) or sentences to filter, e.g. "
+                    "sluice.synthetic (= --format table --input TABLE)")
+    p.add_argument("--where", help="with a table input: a SQL filter on the table's rows")
+    add_lake(p)
+    add_run_id(p)
     p.add_argument("--redecide", metavar="RUN_ID",
                    help="re-decide a run from its stored scores with --set/--config "
                    "thresholds, as a new run (jobs/filtering/redecide.py)")
@@ -67,8 +59,11 @@ def config_from_args(args: argparse.Namespace) -> FilterConfig:
         extra["pair"] = args.pair
     if args.lang:
         extra["lang"] = args.lang
-    if args.lake:
-        extra["lake"] = {"root": args.lake}
+    extra.update(lake_extra(args))
+    if args.input_table:
+        if args.input:
+            raise ConfigError("give --input or --input-table, not both")
+        args.input, args.format = [args.input_table], "table"
     if args.input:
         if not args.corpus:
             raise ConfigError("--input needs --corpus NAME")

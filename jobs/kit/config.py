@@ -279,12 +279,16 @@ def load_validated(
     path: str | Path | None,
     overrides: list[str] | None,
     extra: dict | None,
+    sections: tuple[str, ...] | None = None,
 ) -> M:
     """`defaults` (itself a chain: a job's defaults may extend defaults.yaml) <- config file
     chain <- `extra` <- `--set` overrides, validated as `model`."""
     data = load_chain(defaults)
     if path is not None:
-        data = deep_merge(data, load_chain(Path(path)))
+        chain = load_chain(Path(path))
+        if sections is not None:  # another job's config: only the parts this one reads
+            chain = {key: value for key, value in chain.items() if key in sections}
+        data = deep_merge(data, chain)
     if extra:
         data = deep_merge(data, extra)
     for text in overrides or []:
@@ -297,3 +301,14 @@ def load_validated(
         )
         where = f" (from {path})" if path else ""
         raise ConfigError(f"invalid config{where}: {problems}") from None
+
+
+LAKE_DEFAULTS = CONF_DIR / "lake.yaml"
+
+
+def load_lake_config(path: str | Path | None, overrides: list[str] | None,
+                     extra: dict | None) -> JobConfig:
+    """The `lake` and `spark` sections of any job's config, over conf/lake.yaml: the report
+    and gc read a lake with the config of the job that wrote it (its other sections unread)."""
+    return load_validated(JobConfig, LAKE_DEFAULTS, path, overrides, extra,
+                          sections=("lake", "spark"))

@@ -1,7 +1,7 @@
 """Tidy a lake: roll forward interrupted commits, mark dead runs failed, remove the staged data
 of finished runs and the data commits superseded (jobs/lake/store.py `gc`).
 
-    python -m jobs.lake_gc --lake ROOT [--database sluice]
+    python -m jobs.lake_gc --lake ROOT [--config FILE] [--set lake.database=sluice]
 """
 
 from __future__ import annotations
@@ -10,22 +10,35 @@ import os
 import sys
 
 
-import argparse  # noqa: E402
+import argparse
 
-from jobs.lake.store import gc  # noqa: E402
-from jobs.kit.progress import log  # noqa: E402
-from jobs.lake.runs import exit_code, open_lake_at  # noqa: E402
+from jobs.kit.cli import add_config, add_lake, hidden_alias, job_parser, lake_extra
+from jobs.kit.config import deep_merge, load_lake_config
+from jobs.lake.metastore import metastore_conf
+from jobs.lake.store import gc
+from jobs.kit.progress import log
+from jobs.lake.runs import exit_code, open_lake_at
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = job_parser("python -m jobs.lake_gc", __doc__)
+    add_config(p, "lake.yaml; any job's config: its lake and spark sections are read")
+    add_lake(p)
+    hidden_alias(p, "--database", "database")
+    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jobs.lake_gc", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lake", required=True, help="lake root (local path, hdfs://, s3a://)")
-    p.add_argument("--database", default="sluice")
-    args = p.parse_args(argv)
+    args = parse_args(argv)
+    extra = lake_extra(args)
+    if args.database:
+        extra = deep_merge(extra, {"lake": {"database": args.database}})
 
     def collect() -> int:
-        _, lake = open_lake_at("sluice-gc", args.lake, args.database, existing=True)
+        cfg = load_lake_config(args.config, args.set, extra)
+        _, lake = open_lake_at("sluice-gc", cfg.lake.root, cfg.lake.database,
+                               conf={**metastore_conf(cfg.lake.metastore), **cfg.spark.conf},
+                               existing=True)
         removed = gc(lake)
         log(f"removed {len(removed)} unreferenced directories from {lake.root}")
         for path in removed:

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from jobs.filtering.run import FilterRun
 from jobs.filtering.stages import dedup, with_dedup_keys
+from jobs.kit.cli import add_config, add_lake, add_run_id, lake_extra
 from jobs.kit.config import ConfigError, InputConf, check_run_id
 from jobs.kit.ingest import RAW_COLUMNS, read_input, union_all
 from jobs.kit.progress import log, stage
@@ -56,13 +57,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", required=True, help="refresh config (sources + filter settings)")
-    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
+    add_config(p, "refresh-defaults.yaml: sources and filter settings", required=True)
+    add_lake(p)
     p.add_argument("--full", action="store_true",
                    help="process every source file again (a full rebuild of these corpora)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set refresh.missing_files=drop")
-    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    add_run_id(p)
     return p.parse_args(argv)
 
 
@@ -178,7 +177,7 @@ class RefreshRun(FilterRun):
 
 
 def config_from_args(args: argparse.Namespace) -> RefreshConfig:
-    extra = {"lake": {"root": args.lake}} if args.lake else None
+    extra = lake_extra(args)
     cfg = load_refresh_config(args.config, args.set, extra)
     cfg.langs  # noqa: B018 - raises ConfigError when neither pair nor lang is set
     return cfg

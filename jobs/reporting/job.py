@@ -1,6 +1,6 @@
 """The report of one filter run: one self-contained HTML file (charts drawn offline).
 
-    spark-submit jobs/report.py --lake /data/lake --run RUN_ID --out report.html
+    spark-submit jobs/report.py --lake /data/lake --run-id RUN_ID --out report.html
     spark-submit jobs/report.py --lake /data/lake --out report.html            # the latest run
     spark-submit jobs/report.py --lake /data/lake --pair zh-en --corpus news   # its latest run
 
@@ -14,35 +14,40 @@ driver. The report reads the lake and writes nothing to it.
 
 from __future__ import annotations
 
-import argparse  # noqa: E402
+import argparse
 import os
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import tempfile
+import time
 
-from jobs.kit.config import (  # noqa: E402
-    ConfigError,
-    LakeConf,
-    check_run_id,  # noqa: E402
-)
-from jobs.kit.progress import log  # noqa: E402
-from jobs.lake.runs import exit_code, open_lake_at  # noqa: E402
-from jobs.reporting.data import collect_report, find_run  # noqa: E402
-from jobs.reporting.page import render  # noqa: E402
+from jobs.kit.cli import add_config, add_lake, add_run_id, hidden_alias, job_parser, lake_extra
+from jobs.kit.config import ConfigError, JobConfig, check_run_id, deep_merge, load_lake_config
+from jobs.kit.progress import log
+from jobs.lake.metastore import metastore_conf
+from jobs.lake.runs import exit_code, open_lake_at
+from jobs.reporting.data import collect_report, find_run
+from jobs.reporting.page import render
 
 DEFAULT_OUT = "report.html"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs/report.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lake", default=LakeConf().root, help="lake root (default: %(default)s)")
-    p.add_argument("--database", default=LakeConf().database,
-                   help="the lake's database (default: %(default)s)")
-    p.add_argument("--run", help="run id (default: the latest succeeded filter run)")
-    p.add_argument("--pair", help="without --run: the latest run that filtered this pair")
-    p.add_argument("--corpus", help="without --run: the latest run that filtered this corpus")
+    p = job_parser("jobs/report.py", __doc__)
+    add_config(p, "lake.yaml; any job's config: its lake and spark sections are read")
+    add_lake(p)
+    add_run_id(p, help="the run to report (default: the latest succeeded filter run)")
+    hidden_alias(p, "--run", "run_id")
+    hidden_alias(p, "--database", "database")
+    p.add_argument("--pair", help="without --run-id: the latest run that filtered this pair")
+    p.add_argument("--corpus", help="without --run-id: the latest run that filtered this corpus")
     p.add_argument("--out", default=DEFAULT_OUT, help="HTML file to write (default: %(default)s)")
     return p.parse_args(argv)
+
+
+def lake_config(args: argparse.Namespace) -> JobConfig:
+    extra = lake_extra(args)
+    if args.database:
+        extra = deep_merge(extra, {"lake": {"database": args.database}})
+    return load_lake_config(args.config, args.set, extra)
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -73,13 +78,15 @@ def check_out(out: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Bad flags fail before Spark starts; open_lake_at refuses a lake that is not there.
-    if args.run is not None:
-        check_run_id(args.run)
+    if args.run_id is not None:
+        check_run_id(args.run_id)
     check_out(args.out)
-    spark, lake = open_lake_at("sluice-report", args.lake, args.database,
+    cfg = lake_config(args)
+    spark, lake = open_lake_at("sluice-report", cfg.lake.root, cfg.lake.database,
+                               conf={**metastore_conf(cfg.lake.metastore), **cfg.spark.conf},
                                existing=True)
     started = time.monotonic()
-    chosen = find_run(spark, lake, args.run, args.pair, args.corpus)
+    chosen = find_run(spark, lake, args.run_id, args.pair, args.corpus)
     log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")
     report = collect_report(spark, lake, chosen)
     write_atomically(args.out, render(report))

@@ -3,7 +3,7 @@ aligner store (`<lake>/models/align/<pair>/<name>/`, jobs/lake/models.py `Aligne
 runs to score with (`align.reference: <name>` or `latest`) instead of training on their own
 rows, which a small or noisy run does badly (bench/calibrate_align.py sizes).
 
-    python -m jobs.align_reference --pair zh-en --src news.zh --tgt news.en --lake ./lake \\
+    python -m jobs.align_reference --pair zh-en --input news.zh news.en --lake ./lake \\
         --name newstest-zh-en
 
 --src/--tgt: a Moses-style file pair (one sentence a line, same line = same pair; .gz too) in
@@ -14,17 +14,18 @@ driver on one thread (udfs/align.py: ~300-560 pairs/s).
 
 from __future__ import annotations
 
-import argparse  # noqa: E402
-import gzip  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import gzip
+from pathlib import Path
 
-from jobs.filtering.config import load_config  # noqa: E402
+from jobs.filtering.config import load_config
+from jobs.kit.cli import add_config, add_lake, hidden_alias, lake_extra
 from jobs.kit.config import ConfigError
-from jobs.kit.ingest import InputError  # noqa: E402
-from jobs.kit.progress import log  # noqa: E402
-from jobs.lake.models import AlignerStore  # noqa: E402
-from jobs.lake.runs import exit_code, open_lake  # noqa: E402
-from udfs.align import train_alignment  # noqa: E402
+from jobs.kit.ingest import InputError
+from jobs.kit.progress import log
+from jobs.lake.models import AlignerStore
+from jobs.lake.runs import exit_code, open_lake
+from udfs.align import train_alignment
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -34,13 +35,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--pair", required=True, help="language pair, source-target, e.g. zh-en")
-    p.add_argument("--src", required=True, help="source side, one sentence a line")
-    p.add_argument("--tgt", required=True, help="target side, same lines")
-    p.add_argument("--lake", required=True, help="lake root (local path, hdfs://, s3a://)")
+    p.add_argument("--input", nargs=2, metavar=("SRC", "TGT"),
+                   help="the trusted pairs: two Moses files in --pair order, one sentence a line")
+    hidden_alias(p, "--src", "src")
+    hidden_alias(p, "--tgt", "tgt")
+    add_lake(p)
     p.add_argument("--name", required=True, help="the aligner's name in the store")
     p.add_argument("--max-pairs", type=int, help="at most this many (default align.sample_pairs)")
-    p.add_argument("--config", help="YAML config (extends conf/defaults.yaml)")
-    return p.parse_args(argv)
+    add_config(p, "defaults.yaml")
+    args = p.parse_args(argv)
+    if args.input:
+        args.src, args.tgt = args.input
+    if not (args.src and args.tgt):
+        p.error("--input SRC TGT is required")
+    if not args.lake:
+        p.error("--lake is required")
+    return args
 
 
 def read_lines(path: str) -> list[str]:
@@ -61,7 +71,7 @@ def read_pairs(src: str, tgt: str, limit: int) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config, [], {"pair": args.pair, "lake": {"root": args.lake}})
+    cfg = load_config(args.config, args.set, {"pair": args.pair, **lake_extra(args)})
     pairs = read_pairs(args.src, args.tgt, args.max_pairs or cfg.align.sample_pairs)
     if len(pairs) < cfg.align.min_train_pairs:
         raise ConfigError(

@@ -5,7 +5,7 @@
         --input trusted.zh trusted.en
 
 Positives: clean pairs — the lake's clean rows of the pair (`--where` narrows them, e.g.
-"corpus = 'newstest'"), or a trusted Moses file pair (`--input SRC TGT`). Up to `--pairs` are
+"corpus = 'newstest'"), or a trusted Moses file pair (`--input SRC TGT`). Up to `--max-pairs` are
 drawn (by a hash of their text); a fifth is held apart. Negatives are made from each part
 alone (jobs/filtering/pair_score_model.py), every pair is scored by the filter's own scoring with
 the
@@ -17,15 +17,15 @@ keeps 95% of the held-apart clean pairs. A filter run uses it with `pair_score.e
 
 from __future__ import annotations
 
-import argparse  # noqa: E402
-import zlib  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import zlib
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from pyspark.sql.window import Window  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
-from jobs.filtering.config import FilterConfig, load_config  # noqa: E402
+from jobs.filtering.config import FilterConfig, load_config
 from jobs.filtering.pair_score_model import (
     FIT_QUANTILES,
     KEEP_VALID,
@@ -37,31 +37,32 @@ from jobs.filtering.pair_score_model import (
     negatives,
     save,
 )
-from jobs.filtering.pair_scores import training_sample  # noqa: E402
-from jobs.filtering.stages import normalize_and_analyze, rule_row, score_and_decide  # noqa: E402
+from jobs.filtering.pair_scores import training_sample
+from jobs.filtering.stages import normalize_and_analyze, rule_row, score_and_decide
+from jobs.kit.cli import add_config, add_lake, hidden_alias, job_parser, lake_extra
 from jobs.kit.config import (
     ConfigError,
-    check_name,  # noqa: E402
+    check_name,
 )
-from jobs.kit.ingest import InputError  # noqa: E402
-from jobs.kit.progress import log  # noqa: E402
-from jobs.lake.models import AlignerStore, for_executors  # noqa: E402
-from jobs.lake.runs import exit_code, open_lake  # noqa: E402
-from udfs.pair_features import available, feature_columns, score_python  # noqa: E402
+from jobs.kit.ingest import InputError
+from jobs.kit.progress import log
+from jobs.lake.models import AlignerStore, for_executors
+from jobs.lake.runs import exit_code, open_lake
+from udfs.pair_features import available, feature_columns, score_python
 
 HELD_APART = 5  # one pair in five, by a hash of its text
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs/train_pair_score.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", required=True, help="the filter config the model serves")
+    p = job_parser("jobs/train_pair_score.py", __doc__)
+    add_config(p, "defaults.yaml: the filter config the model serves", required=True)
     p.add_argument("--name", required=True, help="the model's name in the lake's model store")
     p.add_argument("--input", nargs=2, metavar=("SRC", "TGT"), help="a trusted Moses pair")
     p.add_argument("--where", help="SQL filter on the lake's clean rows of the pair")
-    p.add_argument("--pairs", type=int, default=5000, help="clean pairs drawn (default 5000)")
-    p.add_argument("--lake", help="lake root (overrides the config)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--max-pairs", type=int, default=5000,
+                   help="at most this many clean pairs are drawn (default 5000)")
+    hidden_alias(p, "--pairs", "max_pairs", type=int)
+    add_lake(p)
     return p.parse_args(argv)
 
 
@@ -99,7 +100,7 @@ def with_neighbours(lines: list[tuple[str, str]]) -> list[tuple[str, str, str | 
 
 def positives(spark: SparkSession, cfg: FilterConfig, args: argparse.Namespace,
               database: str) -> tuple[list[tuple[str, str, str | None, str | None]], str]:
-    """Up to --pairs clean pairs, each with its document neighbour (the next line of its file,
+    """Up to --max-pairs clean pairs, each with its document neighbour (the next line of its file,
     None where there is none), and where they came from."""
     if args.input:
         df = spark.createDataFrame(with_neighbours(read_moses(*args.input)), NEIGHBOURED)
@@ -118,7 +119,7 @@ def positives(spark: SparkSession, cfg: FilterConfig, args: argparse.Namespace,
                        F.lead("tgt").over(doc).alias("next_tgt"))
         source = f"{table} pair {cfg.pair}" + (f" where {args.where}" if args.where else "")
     sample = training_sample(df.withColumn("reject_rule", F.lit(None).cast("string")),
-                             args.pairs, columns=("src", "tgt", "next_src", "next_tgt"))
+                             args.max_pairs, columns=("src", "tgt", "next_src", "next_tgt"))
     if len(sample) < 50:
         raise InputError(f"{source}: {len(sample)} clean pairs; a pair_score needs at least 50")
     return sample, source
@@ -249,7 +250,7 @@ def report(model: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     check_name("--name", args.name)  # a directory in the model store, not outside it
-    extra: dict = {"lake": {"root": args.lake}} if args.lake else {}
+    extra = lake_extra(args)
     cfg = load_config(args.config, args.set, extra)
     if cfg.mono:
         raise ConfigError("pair_score scores pairs: give a pair config")

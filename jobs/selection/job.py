@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.filtering.stats import ConservationError
+from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_parser, lake_extra
 from jobs.kit.config import ConfigError, check_run_id
 from jobs.kit.ingest import InputError
 from jobs.kit.progress import log, stage
@@ -49,12 +50,11 @@ PROVENANCE = ("corpus", "file", "line")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs/select_data.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", help="YAML config (extends conf/select-defaults.yaml)")
+    p = job_parser("jobs/select_data.py", __doc__)
+    add_config(p, "select-defaults.yaml")
     p.add_argument("--pair", help="select pairs of this pair (src-tgt), e.g. zh-en")
     p.add_argument("--lang", help="select monolingual sentences of this language")
-    p.add_argument("--input-table", help="table to select from (default sluice.bitext_clean "
+    add_input_table(p, "table to select from (default sluice.bitext_clean "
                    "or sluice.mono_clean)")
     p.add_argument("--corpus", action="append", help="corpus of the input to read (repeat)")
     p.add_argument("--where", help="further SQL filter on the input table")
@@ -69,17 +69,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--top-percent", type=float, help="select the best P%% of scored rows")
     p.add_argument("--models-name", help="save the trained models under this name")
     p.add_argument("--reuse-models", metavar="NAME", help="score with saved models")
-    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set moore_lewis.order=4")
-    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    add_lake(p)
+    add_run_id(p)
     return p.parse_args(argv)
 
 
 def config_from_args(args: argparse.Namespace) -> SelectConfig:
     extra: dict = {}
-    if args.lake:
-        extra["lake"] = {"root": args.lake}
+    extra.update(lake_extra(args))
     if args.pair:
         extra |= {"pair": args.pair, "lang": None}
     if args.lang:

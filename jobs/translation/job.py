@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.filtering.stats import ConservationError
+from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, lake_extra
 from jobs.kit.config import ConfigError, check_run_id
 from jobs.kit.ingest import InputError, union_all
 from jobs.kit.progress import log
@@ -52,7 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", help="YAML config (extends conf/translate-defaults.yaml)")
+    add_config(p, "translate-defaults.yaml")
     p.add_argument("--model", help="CTranslate2 model directory: one stream from the flags")
     p.add_argument("--direction", help="with --model: input-output languages, e.g. en-zh")
     p.add_argument("--method", choices=METHODS, help="with --model (default beam)")
@@ -63,14 +64,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, help="with --model: sampling/noise seed (default 1)")
     p.add_argument("--target-tag", help="with --model: <2xx> tag of a multilingual model")
     p.add_argument("--name", help="with --model: stream name (default: role-method)")
-    p.add_argument("--input-table", help="with --model: table to read (sluice.mono_clean)")
+    add_input_table(p, "with --model: table to read (sluice.mono_clean)")
     p.add_argument("--corpus", action="append", help="with --model: corpus to read (repeat)")
     p.add_argument("--limit", type=int, help="with --model: translate at most this many")
     p.add_argument("--round", type=int, help="back-translation round (stored per row)")
-    p.add_argument("--lake", help="lake root (local path, hdfs://, s3a://)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set decoding.batch_tokens=4096")
-    p.add_argument("--run-id", help="run id (default: UTC time + config hash)")
+    add_lake(p)
+    add_run_id(p)
     return p.parse_args(argv)
 
 
@@ -95,8 +94,7 @@ def stream_from_flags(args: argparse.Namespace) -> dict:
 
 def config_from_args(args: argparse.Namespace) -> TranslateConfig:
     extra: dict = {}
-    if args.lake:
-        extra["lake"] = {"root": args.lake}
+    extra.update(lake_extra(args))
     if args.round:
         extra["round"] = args.round
     stream_only = ["direction", "input_table", "corpus", "limit", "name", "method", "role",
