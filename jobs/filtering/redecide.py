@@ -189,6 +189,8 @@ class RedecideRun(FilterRun):
                  source: str) -> None:
         super().__init__(spark, lake, cfg, run_id)
         self.source = source
+        self.cut: Column | None = None  # the pair_score threshold (`decide`)
+        self.decisions: list[Decision] = []  # the scorers' decisions (`decide`)
 
     def pair_score_min(self, stored: DataFrame) -> Column | None:
         """The pair_score threshold: pair_score.min_score where given; else, where the source
@@ -201,18 +203,43 @@ class RedecideRun(FilterRun):
             return F.col(THRESHOLD_COLUMN)
         return F.lit(pair_score_threshold(self.cfg, model))
 
-    def decide(self, stored: DataFrame) -> DataFrame:
-        cfg = self.cfg
-        df = stored.withColumn(WAS, F.col("reject_stage"))
-        df = dedup(decide_rules(df, cfg), cfg)
-        cut = self.pair_score_min(stored)
-        if cut is not None and THRESHOLD_COLUMN in df.columns:  # the threshold now applied
-            df = df.withColumn(THRESHOLD_COLUMN, F.when(F.col("pair_score").isNotNull(), cut))
-        decisions = scorer_decisions(cfg, cut)
-        if decisions:  # staged: each scorer's check counts rows, which would redo the dedup
+    # The filter's stages (jobs/filtering/stages.py `STAGES`), each deciding by the scores
+    # the source run stored: FilterRun.through_stages runs them in the declared order.
+
+    def stage_ingest(self, stored: DataFrame) -> DataFrame:
+        """Rows rejected at ingest keep their fate; the original stage is kept while deciding."""
+        return stored.withColumn(WAS, F.col("reject_stage"))
+
+    def stage_normalize(self, rows: DataFrame) -> DataFrame:
+        return rows  # the stored text is normalized already
+
+    def stage_rules(self, rows: DataFrame) -> DataFrame:
+        return decide_rules(rows, self.cfg)
+
+    def stage_dedup(self, rows: DataFrame) -> DataFrame:
+        rows = dedup(rows, self.cfg)
+        if self.cut is not None and THRESHOLD_COLUMN in rows.columns:  # the threshold applied
+            rows = rows.withColumn(THRESHOLD_COLUMN,
+                                   F.when(F.col("pair_score").isNotNull(), self.cut))
+        if self.decisions:  # staged: each scorer's check counts rows, which would redo dedup
             with self.stage("rules+dedup"):
-                df = self.staged(df, "stage_rules")
-        for scorer, failing, stage, rule in decisions:
+                rows = self.staged(rows, "stage_rules")
+        return rows
+
+    def stage_align(self, rows: DataFrame) -> DataFrame:
+        return self.decide_scorer("align", rows)
+
+    def stage_embed(self, rows: DataFrame) -> DataFrame:
+        return self.decide_scorer("embed", rows)
+
+    def stage_pair_score(self, rows: DataFrame) -> DataFrame:
+        return self.decide_scorer("pair_score", rows)
+
+    def decide_scorer(self, scorer: str, df: DataFrame) -> DataFrame:
+        """A pair scorer's decisions by its stored scores and the new thresholds."""
+        for name, failing, stage, rule in self.decisions:
+            if name != scorer:
+                continue
             reached = F.col(WAS).isNull() | F.col(WAS).isin(*SCORER_REACHED[scorer])
             unscored = df.where(alive() & ~reached).count()
             if unscored:
@@ -221,7 +248,12 @@ class RedecideRun(FilterRun):
                     f"reached the {scorer} scorer in run {self.source} (no {scorer} scores): "
                     "run the filter job with these settings instead")
             df = reject_where(df, failing, stage, rule)
-        return df.drop(WAS)
+        return df
+
+    def decide(self, stored: DataFrame) -> DataFrame:
+        self.cut = self.pair_score_min(stored)
+        self.decisions = scorer_decisions(self.cfg, self.cut)
+        return self.through_stages(stored).drop(WAS)
 
     def execute_redecide(self, stored: DataFrame) -> list[Flip]:
         lay, key = self.layout, self.layout.key

@@ -14,7 +14,13 @@ from jobs.filtering.config import FilterConfig
 from jobs.filtering.layout import Layout
 from jobs.filtering.pair_score_stage import pair_score_stage
 from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
-from jobs.filtering.stages import dedup, normalize_and_analyze, rule_sequence, score_and_decide
+from jobs.filtering.stages import (
+    STAGES,
+    dedup,
+    normalize_and_analyze,
+    rule_sequence,
+    score_and_decide,
+)
 from jobs.filtering.stats import (
     STATS_SCHEMA,
     check_conservation,
@@ -76,49 +82,80 @@ class FilterRun:
         cores = self.spark.sparkContext.defaultParallelism
         return max(1, cores * self.cfg.spark.partitions_per_core)
 
-    def pair_scores(self, decided: DataFrame) -> DataFrame:
-        """Word alignment and embedding similarity on the rows the rules and dedup kept."""
+    def through_stages(self, rows: DataFrame) -> DataFrame:
+        """The rows through the filter's stages, in the order `STAGES` declares them: each
+        stage is the method `stage_<name>`. The re-decide (jobs/filtering/redecide.py) follows
+        the same list with its own step for each; tests/test_stage_list.py checks both."""
+        for step in STAGES:
+            rows = getattr(self, f"stage_{step.name}")(rows)
+        return rows
+
+    def stage_ingest(self, raw: DataFrame) -> DataFrame:
+        """The input rows, staged as the run's raw table (read back: later steps start there)."""
+        lay = self.layout
+        with self.stage(f"ingest into {lay.raw}"):
+            # Spread by row id: a gzip file is read as one partition.
+            spread = raw.repartition(self.partitions(), "row_id")
+            parts = [lay.key, "corpus", *self.source_cols]
+            self.rows_in = lay.inward(self.staged(lay.outward(spread), lay.raw, parts))
+        return self.rows_in
+
+    def stage_normalize(self, rows: DataFrame) -> DataFrame:
+        langid = for_executors(self.spark, self.cfg.langid.model, "fastText language-ID model")
+        return normalize_and_analyze(rows, self.cfg, langid)
+
+    def stage_rules(self, rows: DataFrame) -> DataFrame:
+        return score_and_decide(rows, self.cfg)
+
+    def stage_dedup(self, rows: DataFrame) -> DataFrame:
+        return self.deduplicate(rows)
+
+    def stage_align(self, decided: DataFrame) -> DataFrame:
+        """Word alignment on the rows the rules and dedup kept."""
         cfg = self.cfg
         if not (cfg.align.enabled or cfg.embedding.enabled or cfg.pair_score.enabled):
             return decided
-        # Staged, so sampling for the aligner does not recompute the stages before it.
+        # Before the first pair scorer the rows are staged, so sampling for the aligner (and
+        # each scorer's counts) does not recompute the stages before it.
         with self.stage("normalize+rules+langid+dedup"):
             decided = self.staged(decided, "stage_rules")
-        if cfg.align.enabled:
-            with self.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
-                store = AlignerStore(self.lake, cfg.pair)
-                model_dir = choose_aligner(decided, cfg, store, self.run_id)
-            log(f"word alignment scores (model {model_dir or 'none: all scores null'})")
-            decided = align_stage(decided, cfg, model_dir)
-            if cfg.embedding.enabled:  # staged again, or the embed split would align twice
-                with self.stage("word alignment"):
-                    decided = self.staged(decided, "stage_align")
-        if cfg.embedding.enabled:
-            enc = cfg.embedding.chosen
-            log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
-            model = for_executors(self.spark, enc.model, f"{cfg.embedding.encoder} encoder")
-            decided = embed_stage(decided, cfg, model)
-        if cfg.pair_score.enabled:
-            if cfg.align.enabled or cfg.embedding.enabled:  # the threshold's fit reads them
-                with self.stage("embeddings" if cfg.embedding.enabled else "word alignment"):
-                    decided = self.staged(decided, "stage_scores")
-            log(f"pair_score (model {cfg.pair_score.model})")
-            decided, _ = pair_score_stage(decided, cfg, self.lake)
+        if not cfg.align.enabled:
+            return decided
+        with self.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
+            store = AlignerStore(self.lake, cfg.pair)
+            model_dir = choose_aligner(decided, cfg, store, self.run_id)
+        log(f"word alignment scores (model {model_dir or 'none: all scores null'})")
+        decided = align_stage(decided, cfg, model_dir)
+        if cfg.embedding.enabled:  # staged again, or the embed split would align twice
+            with self.stage("word alignment"):
+                decided = self.staged(decided, "stage_align")
+        return decided
+
+    def stage_embed(self, decided: DataFrame) -> DataFrame:
+        """Sentence-embedding similarity of the rows still alive."""
+        cfg = self.cfg
+        if not cfg.embedding.enabled:
+            return decided
+        enc = cfg.embedding.chosen
+        log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
+        model = for_executors(self.spark, enc.model, f"{cfg.embedding.encoder} encoder")
+        return embed_stage(decided, cfg, model)
+
+    def stage_pair_score(self, decided: DataFrame) -> DataFrame:
+        """The learned pair_score of the rows still alive."""
+        cfg = self.cfg
+        if not cfg.pair_score.enabled:
+            return decided
+        if cfg.align.enabled or cfg.embedding.enabled:  # the threshold's fit reads them
+            with self.stage("embeddings" if cfg.embedding.enabled else "word alignment"):
+                decided = self.staged(decided, "stage_scores")
+        log(f"pair_score (model {cfg.pair_score.model})")
+        decided, _ = pair_score_stage(decided, cfg, self.lake)
         return decided
 
     def execute(self, raw: DataFrame) -> list[Flip]:
         lay, key = self.layout, self.layout.key
-        with self.stage(f"ingest into {lay.raw}"):
-            # Spread by row id: a gzip file is read as one partition.
-            spread = raw.repartition(self.partitions(), "row_id")
-            parts = [key, "corpus", *self.source_cols]
-            raw = lay.inward(self.staged(lay.outward(spread), lay.raw, parts))
-
-        langid = for_executors(self.spark, self.cfg.langid.model, "fastText language-ID model")
-        decided = self.deduplicate(
-            score_and_decide(normalize_and_analyze(raw, self.cfg, langid), self.cfg)
-        )
-        decided = self.pair_scores(decided)
+        decided = self.through_stages(raw)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
         scorers = (self.cfg.align.enabled or self.cfg.embedding.enabled
@@ -130,7 +167,7 @@ class FilterRun:
             decided = self.staged(lay.outward(decided), lay.prefix, parts)
         for step in ("stage_rules", "stage_align", "stage_scores"):  # the scorers' staged inputs
             self.lake.delete(f"{self.dir}/{step}")
-        return self.finish(raw, decided, lay.outward(raw))
+        return self.finish(self.rows_in, decided, lay.outward(self.rows_in))
 
     def finish(self, rows_in: DataFrame, decided: DataFrame, raw: DataFrame) -> list[Flip]:
         """Check that every row of `rows_in` is in `decided` exactly once, stage the run's
