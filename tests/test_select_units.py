@@ -182,3 +182,18 @@ def test_reusing_models_that_do_not_exist_is_an_error(lake: Path, capsys) -> Non
     argv = select(lake, "--reuse-models", "nope", "--top", "5")
     assert select_job.main(argv) == 2
     assert "models 'nope': none saved under" in capsys.readouterr().err
+
+
+def test_every_selection_unit_has_its_code_config_and_defaults() -> None:
+    from jobs.selection.config import SelectConfig
+    from jobs.selection.methods import LOWER_IS_BETTER, METHOD_CLASSES
+    from jobs.selection.units import METHODS, UNITS
+
+    assert set(METHOD_CLASSES) == set(METHODS)
+    assert LOWER_IS_BETTER == {"moore_lewis", "lm_fluency"}
+    defaults = load_select_config(None, [], {"pair": "zh-en", "top": 10,
+                                             "seed": {"files": ["seed.tsv"]}})
+    for unit in UNITS:
+        assert unit.name in SelectConfig.model_fields, unit.name  # its config section
+        section = getattr(defaults, unit.name)
+        assert hasattr(section, "encoder") == unit.uses_encoder, unit.name

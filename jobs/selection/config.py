@@ -18,12 +18,11 @@ from jobs.kit.config import (
     load_validated,
     path_name,
 )
+from jobs.selection.units import BY_NAME, METHODS, UNITS
 
 DEFAULTS = CONF_DIR / "select-defaults.yaml"
-METHODS = ("moore_lewis", "fasttext_domain", "embedding_knn", "lm_fluency", "kmeans_domains")
-NEEDS_SEED = frozenset(METHODS) - {"lm_fluency"}
-Method = Literal["moore_lewis", "fasttext_domain", "embedding_knn", "lm_fluency",
-                 "kmeans_domains"]
+NEEDS_SEED = frozenset(unit.name for unit in UNITS if unit.needs_seed)
+Method = Literal[METHODS]  # type: ignore[valid-type]  # the units' names
 
 
 class InputConf(Strict):
@@ -147,20 +146,21 @@ class SelectConfig(JobConfig):
             raise ValueError(f"methods repeat: {self.methods}")
         if self.top is not None and self.top_percent is not None:
             raise ValueError("give `top` or `top_percent`, not both")
-        for used in ("embedding_knn", "kmeans_domains"):
+        for used in (unit.name for unit in UNITS if unit.uses_encoder):
             name = getattr(self, used).encoder
             if used in self.methods and name not in self.encoders:
                 raise ValueError(f"{used}.encoder {name!r} is not a key of `encoders` "
                                  f"({', '.join(self.encoders)})")
-        cutless = {"kmeans_domains", "lm_fluency"}
+        own_cut = [unit.name for unit in UNITS if unit.own_cut]
         if self.top is None and self.top_percent is None and (
-            len(self.methods) > 1 or self.methods[0] not in cutless
+            len(self.methods) > 1 or self.methods[0] not in own_cut
         ):
             raise ValueError(f"methods {self.methods}: give `top` or `top_percent` (the cut); "
-                             "only kmeans_domains or lm_fluency alone have a cut of their own")
-        if "lm_fluency" in self.methods and not self.lang:
-            raise ValueError("lm_fluency scores a monolingual pool (`lang`); for pairs use "
-                             "moore_lewis, or select on mono_clean")
+                             f"only {' or '.join(own_cut)} alone have a cut of their own")
+        for name in self.methods:
+            if BY_NAME[name].mono_only and not self.lang:
+                raise ValueError(f"{name} scores a monolingual pool (`lang`); for pairs use "
+                                 "moore_lewis, or select on mono_clean")
         if self.embedding_knn.sides != "both" and self.lang:
             raise ValueError("embedding_knn.sides applies to a bitext pool; leave it at `both`")
         if self.models.reuse is None and any(m in NEEDS_SEED for m in self.methods) and (

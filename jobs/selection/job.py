@@ -36,10 +36,11 @@ from jobs.kit.ingest import InputError
 from jobs.kit.progress import log, stage
 from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged
-from jobs.selection.config import METHODS, NEEDS_SEED, SelectConfig, load_select_config
+from jobs.selection.config import NEEDS_SEED, SelectConfig, load_select_config
 from jobs.selection.methods import LOWER_IS_BETTER, METHOD_CLASSES, Context, with_fold
 from jobs.selection.ranking import global_rank
 from jobs.selection.seed import Seed, read_seed
+from jobs.selection.units import METHODS
 
 STATS_SCHEMA = (
     "key string, method string, seed_name string, seed_hash string, models string, "

@@ -25,13 +25,14 @@ from jobs.lake.models import for_executors
 from jobs.lake.store import Lake
 from jobs.selection.config import SelectConfig
 from jobs.selection.seed import Seed
+from jobs.selection.units import METHODS, UNITS
 from udfs.domain_embed import GROUP_COL, GROUP_ROWS, ORDER_COL, EmbedSpec, embed_group, row_vectors
 from udfs.domain_fasttext import classifier_scorer, features, train_classifier
 from udfs.domain_lm import SCORE_SCHEMA, LmSpec, lm_scorer
 from udfs.embed import EncoderSpec, encode, one_blas_thread
 from udfs.ngram import CHARACTER_LANGS, lm_tokens, train_lm
 
-LOWER_IS_BETTER = frozenset({"moore_lewis", "lm_fluency"})
+LOWER_IS_BETTER = frozenset(unit.name for unit in UNITS if unit.lower_is_better)
 POOL_SAMPLE_SEED = 29  # which pool rows make the general-domain sample
 FOLD_SEED = 41  # which fold a pool row is in (cross-fitting: udfs/domain_lm.py)
 FOLDS = (0, 1)
@@ -307,5 +308,7 @@ class KmeansDomains:
         )
 
 
+# The code of each selection unit (jobs/selection/units.py), by its name.
 METHOD_CLASSES = {c.name: c for c in (MooreLewis, FasttextDomain, EmbeddingKnn, LmFluency,
                                        KmeansDomains)}
+assert set(METHOD_CLASSES) == set(METHODS), "each selection unit has its class"
