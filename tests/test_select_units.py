@@ -190,7 +190,7 @@ def test_every_selection_unit_has_its_code_config_and_defaults() -> None:
     from jobs.selection.units import METHODS, UNITS
 
     assert set(METHOD_CLASSES) == set(METHODS)
-    assert LOWER_IS_BETTER == {"moore_lewis", "lm_fluency"}
+    assert {"moore_lewis", "lm_fluency"} == LOWER_IS_BETTER
     defaults = load_select_config(None, [], {"pair": "zh-en", "top": 10,
                                              "seed": {"files": ["seed.tsv"]}})
     for unit in UNITS:
