@@ -122,7 +122,8 @@ def test_a_bad_run_id_fails_before_spark(tmp_path: Path, job: str) -> None:
     else:
         args += ["--run-id", BAD_RUN_ID]
     done, took = timed_submit(*args, "--lake", str(lake), job="report" if job == "report"
-                              else "filter" if job == "redecide" else job)
+                              else "filter" if job == "redecide"
+                              else "select_data" if job == "select" else job)
     assert f"run id {BAD_RUN_ID!r}: use up to 128 letters" in ours(done, 2)
     assert not (lake / "metastore_db").exists(), f"Spark started ({took:.0f} s)"
 

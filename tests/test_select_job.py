@@ -25,7 +25,7 @@ LOWER_IS_BETTER = {"moore_lewis", "lm_fluency"}
 
 
 def submit_select(*args: str) -> str:
-    done = spark_submit(*args, job="select")
+    done = spark_submit(*args, job="select_data")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
@@ -132,7 +132,7 @@ def test_saved_models_score_the_same_under_other_partitioning(spark, lake: Path,
     """Reusing the saved models (no training) on another partitioning of the same pool: every
     method's score, the cluster ids and the ranks are the same, bit for bit."""
     done = submit_to(
-        "local[2]", "select", "--pair", "zh-en", "--corpus", "pool",
+        "local[2]", "select_data", "--pair", "zh-en", "--corpus", "pool",
         "--reuse-models", "medical-v1", *[x for m in METHODS4 for x in ("--method", m)],
         "--top-percent", "10", "--lake", str(lake), "--run-id", "reused",
         spark_args=("--conf", "spark.sql.shuffle.partitions=3",

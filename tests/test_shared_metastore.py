@@ -232,7 +232,7 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
         started[f"refresh{tag}"] = submit(
             "refresh", "--config", str(refresh_config(tmp_path, *at, "crawl:web", crawl)),
             "--run-id", f"refresh{tag}")
-        started[f"sel{tag}"] = submit("select", *select, "--run-id", f"sel{tag}")
+        started[f"sel{tag}"] = submit("select_data", *select, "--run-id", f"sel{tag}")
         return started
 
     shell, parquet = SqlShell(lake, uri), ParquetReader(lake / "tables" / "bitext")
