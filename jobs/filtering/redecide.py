@@ -45,7 +45,7 @@ from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, fits
 from jobs.filtering.pair_score_stage import threshold as pair_score_threshold
 from jobs.filtering.run import FilterRun
-from jobs.filtering.scorer_rules import scorer_rules
+from jobs.filtering.scorer_rules import SCORER_RULES, scorer_rules
 from jobs.filtering.stages import alive, dedup, first_failure, reject_where, score_columns
 from jobs.kit.config import ConfigError, check_run_id, deep_merge, parse_override, read_yaml
 from jobs.kit.progress import log
@@ -59,11 +59,7 @@ JOB = "redecide"
 # where the lake is, how Spark runs). Anything else changes how scores are computed.
 DECISION_SETTINGS = (
     "lake.*", "spark.*", "rules.*", "langid.*", "dedup.*",
-    "align.enabled", "align.min_coverage", "align.min_coverage_by_pair*",
-    "embedding.enabled", "embedding.encoders.*.min_cosine",
-    "embedding.encoders.*.min_cosine_by_pair*", "embedding.encoders.*.min_margin",
-    "pair_score.enabled", "pair_score.min_score", "pair_score.decides_alone",
-    "pair_score.fit_to_run",
+    *[key for unit in SCORER_RULES for key in unit.decided_by],  # each scorer unit's own
 )
 SCORE_SETTINGS = ("rules.special_patterns*", "langid.model")  # feed a score, not a decision
 # The pair scorers in funnel order: the stages after which (as a row's original reject_stage)

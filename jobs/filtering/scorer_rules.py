@@ -29,6 +29,9 @@ class ScorerRule:
     score: str  # the stored score column it cuts
     applies: Callable[[FilterConfig], bool]
     setting: Callable[[FilterConfig], Setting]
+    # The config keys (fnmatch patterns) that change only how the unit decides, not its score:
+    # what a re-decide may change (jobs/filtering/redecide.py).
+    decided_by: tuple[str, ...] = ()
 
     def failing(self, cfg: FilterConfig, threshold: Column | None = None) -> Column:
         """True where a row's score is under the threshold: the setting's, or `threshold`
@@ -76,12 +79,18 @@ def _pair_score(cfg: FilterConfig) -> Setting:
 # In the order rows meet them: the cheapest scorer first, the learned score last.
 SCORER_RULES: tuple[ScorerRule, ...] = (
     ScorerRule("align", "align", "align_coverage", "align_coverage",
-               lambda cfg: cfg.align.enabled and _gates(cfg), _align),
+               lambda cfg: cfg.align.enabled and _gates(cfg), _align,
+               ("align.enabled", "align.min_coverage", "align.min_coverage_by_pair*")),
     ScorerRule("embedding", "embed", "embed_cosine", "embed_cosine",
-               lambda cfg: cfg.embedding.enabled and _gates(cfg), _cosine),
-    ScorerRule("embedding", "embed", "embed_margin", "embed_margin", _margin_applies, _margin),
+               lambda cfg: cfg.embedding.enabled and _gates(cfg), _cosine,
+               ("embedding.enabled", "embedding.encoders.*.min_cosine",
+                "embedding.encoders.*.min_cosine_by_pair*")),
+    ScorerRule("embedding", "embed", "embed_margin", "embed_margin", _margin_applies, _margin,
+               ("embedding.encoders.*.min_margin",)),
     ScorerRule("pair_score", "pair_score", "pair_score", "pair_score",
-               lambda cfg: cfg.pair_score.enabled, _pair_score),
+               lambda cfg: cfg.pair_score.enabled, _pair_score,
+               ("pair_score.enabled", "pair_score.min_score", "pair_score.decides_alone",
+                "pair_score.fit_to_run")),
 )
 BY_RULE = {u.rule: u for u in SCORER_RULES}
 
