@@ -4,17 +4,12 @@ spark-submit from a shell with no venv activated and no SPARK_HOME."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.dataset as ds
-import pytest
-
 from jobs.kit.launcher import JOBS, JOBS_DIR, command, split
 
-REPO = Path(__file__).resolve().parent.parent
 SLUICE = Path(sys.executable).parent / "sluice"
 BARE_SHELL = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}
 
@@ -50,30 +45,3 @@ def test_an_unknown_job_is_one_line_and_exit_2() -> None:
                           text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no job 'filtr'" in done.stderr
-
-
-def readme_block(heading: str) -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index(heading):]
-    block = section[section.index("```\n") + 4:]
-    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
-
-
-@pytest.mark.integration
-def test_the_readme_commands_run_as_printed_from_a_bare_shell() -> None:
-    lines = readme_block("### Jobs and flags")
-    assert lines[0] == ".venv/bin/sluice" and "--lake /tmp/sluice-lake" in lines[1]
-    shutil.rmtree("/tmp/sluice-lake", ignore_errors=True)
-    try:
-        listed = subprocess.run(lines[0], shell=True, cwd=REPO, env=BARE_SHELL,
-                                capture_output=True, text=True, timeout=60)
-        assert listed.returncode == 0 and "filter" in listed.stdout
-        done = subprocess.run(lines[1], shell=True, cwd=REPO, env=BARE_SHELL,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert "committed run" in done.stdout + done.stderr
-        clean = ds.dataset("/tmp/sluice-lake/tables/bitext", partitioning="hive")
-        lines_in = len((REPO / "tests/data/tatoeba-zh-en.zh").read_text().splitlines())
-        assert clean.count_rows() == lines_in  # every input line, clean or rejected
-    finally:
-        shutil.rmtree("/tmp/sluice-lake", ignore_errors=True)

@@ -1,0 +1,60 @@
+"""The README's command blocks run as printed, from a bare shell (no venv activated, no
+SPARK_HOME), at the checkout's root."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BARE_SHELL = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}
+pytestmark = pytest.mark.integration  # whole jobs: not in the fast tier
+
+
+def readme_block(heading: str) -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(heading):]
+    block = section[section.index("```\n") + 4:]
+    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+
+
+def test_running_the_filter_job_as_printed() -> None:
+    lines = readme_block("## Running the filter job")
+    assert len(lines) == 3 and all("--lake /tmp/sluice-examples" in line for line in lines)
+    shutil.rmtree("/tmp/sluice-examples", ignore_errors=True)
+    try:
+        for line in lines:
+            done = subprocess.run(line, shell=True, cwd=REPO, env=BARE_SHELL,
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
+        bitext = ds.dataset("/tmp/sluice-examples/tables/bitext", partitioning="hive")
+        corpora = set(bitext.to_table(columns=["corpus"]).column("corpus").to_pylist())
+        assert corpora == {"anki", "tatoeba"}
+        runs = ds.dataset("/tmp/sluice-examples/tables/runs", partitioning="hive")
+        assert runs.count_rows() == 3
+    finally:
+        shutil.rmtree("/tmp/sluice-examples", ignore_errors=True)
+
+
+def test_jobs_and_flags_as_printed() -> None:
+    lines = readme_block("### Jobs and flags")
+    assert lines[0] == ".venv/bin/sluice" and "--lake /tmp/sluice-lake" in lines[1]
+    shutil.rmtree("/tmp/sluice-lake", ignore_errors=True)
+    try:
+        listed = subprocess.run(lines[0], shell=True, cwd=REPO, env=BARE_SHELL,
+                                capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0 and "filter" in listed.stdout
+        done = subprocess.run(lines[1], shell=True, cwd=REPO, env=BARE_SHELL,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "committed run" in done.stdout + done.stderr
+        clean = ds.dataset("/tmp/sluice-lake/tables/bitext", partitioning="hive")
+        lines_in = len((REPO / "tests/data/tatoeba-zh-en.zh").read_text().splitlines())
+        assert clean.count_rows() == lines_in  # every input line, clean or rejected
+    finally:
+        shutil.rmtree("/tmp/sluice-lake", ignore_errors=True)
