@@ -46,21 +46,24 @@ $(KENLM): | $(STAMP)
 	PIP=$(VENV)/bin/pip scripts/build_kenlm.sh $(VENV)/bin || \
 	  echo "warning: lmplz not built (above); n-gram LMs are trained with VariKN instead"
 
+# Each demo writes a lake of its own (./lake, lake-bt, lake-select, lake-refresh,
+# lake-pair-score), so one demo's rows never look like another's duplicates.
 demo: setup
 	$(SUBMIT) filter --config conf/demo.yaml
 
 # Back-/forward-translation on the bundled sample: monolingual Tatoeba text into mono_clean,
 # then FTST with a tiny model trained here (~20 s).
 demo-bt: setup $(TINY)
-	$(SUBMIT) filter --lang zh --corpus tatoeba --input tests/data/tatoeba-zh-en.zh
-	$(SUBMIT) filter --lang en --corpus tatoeba --input tests/data/tatoeba-zh-en.en
-	$(SUBMIT) translate --config conf/demo-ftst.yaml
+	$(SUBMIT) filter --lang zh --corpus tatoeba --input tests/data/tatoeba-zh-en.zh --lake lake-bt
+	$(SUBMIT) filter --lang en --corpus tatoeba --input tests/data/tatoeba-zh-en.en --lake lake-bt
+	$(SUBMIT) translate --config conf/demo-ftst.yaml --lake lake-bt
 
 # In-domain selection on the bundled mixed-domain pool: medical pairs by Moore-Lewis and a
 # fastText classifier against a held-apart TICO-19 seed (conf/select-zh-en.yaml).
 demo-select: setup
-	$(SUBMIT) filter --pair zh-en --corpus pool --input tests/data/select/pool-zh-en.tsv
-	$(SUBMIT) select --config conf/select-zh-en.yaml
+	$(SUBMIT) filter --pair zh-en --corpus pool --input tests/data/select/pool-zh-en.tsv \
+	  --lake lake-select
+	$(SUBMIT) select --config conf/select-zh-en.yaml --lake lake-select
 
 # Incremental refreshes (conf/refresh-zh-en.yaml): a first crawl dump and a Moses release
 # land in incoming/zh-en/ and are filtered; a second run finds nothing new ("up to date");
@@ -70,26 +73,28 @@ demo-refresh: setup
 	cp tests/data/anki-cmn-zh-en.tsv.gz incoming/zh-en/crawl/anki-001.tsv.gz
 	cp tests/data/tatoeba-zh-en.zh incoming/zh-en/wmt/tatoeba.zh
 	cp tests/data/tatoeba-zh-en.en incoming/zh-en/wmt/tatoeba.en
-	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml
-	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh
 	paste tests/data/align_tatoeba_zh-en.zh tests/data/align_tatoeba_zh-en.en \
 	  > incoming/zh-en/crawl/anki-002.tsv
-	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml
-	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --full
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh
+	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh --full
 
 # A learned pair_score (README "pair_score"): trained on the bundled Tatoeba pairs with
-# negatives made from them, saved in lake/models/pair_score/zh-en/, then used by a filter run
+# negatives made from them, saved in lake-pair-score/models/pair_score/zh-en/, then used by a run
 # of the Anki pairs (the pair_score column, and its rejections in the funnel).
 PAIR_SCORE_NAME ?= tatoeba-$(shell date +%Y%m%d-%H%M%S)
 demo-pair-score: setup
 	$(SUBMIT) train-pair-score --config conf/zh-en.yaml --name $(PAIR_SCORE_NAME) \
-	  --input tests/data/tatoeba-zh-en.zh tests/data/tatoeba-zh-en.en
-	$(SUBMIT) filter --config conf/zh-en.yaml --corpus anki \
+	  --input tests/data/tatoeba-zh-en.zh tests/data/tatoeba-zh-en.en --lake lake-pair-score
+	$(SUBMIT) filter --config conf/zh-en.yaml --corpus anki --lake lake-pair-score \
 	  --input tests/data/anki-cmn-zh-en.tsv.gz --set pair_score.enabled=true
 
 # The demo run's HTML report (README "Seeing a run"): report.html, which opens offline.
+# It reports the lake `make demo` made, running the demo first only where there is none.
 .PHONY: demo-report
-demo-report: demo
+demo-report: setup
+	test -d lake/tables/bitext || $(MAKE) demo
 	$(SUBMIT) report --lake lake --out report.html
 
 $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
@@ -121,4 +126,4 @@ bench: setup
 	$(PY) bench/filter_throughput.py
 
 clean:
-	rm -rf lake incoming spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)
+	rm -rf lake lake-bt lake-select lake-refresh lake-pair-score incoming spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)

@@ -307,7 +307,7 @@ def test_trained_from_the_lakes_clean_rows_with_their_document_neighbours(spark,
     from jobs.scorer_training.pair_score import positives
 
     cfg = load_config(REPO / "conf/zh-en.yaml", [], {"lake": {"root": str(lake)}})
-    args = argparse.Namespace(input=None, where="corpus = 'tatoeba'", pairs=300)
+    args = argparse.Namespace(input=None, where="corpus = 'tatoeba'", max_pairs=300)
     sample, _ = positives(spark, cfg, args, "sluice")
     clean = sorted((r.line, r.src, r.tgt) for r in spark.table("sluice.bitext_clean")
                    .where("corpus = 'tatoeba'").collect())
