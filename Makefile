@@ -13,20 +13,14 @@ TINY   := models/tiny-multi-zh-en-ct2
 # `sluice JOB` is spark-submit of jobs/JOB.py with the venv's Spark and Python: each echoed line
 # works as printed from any shell (jobs/kit/launcher.py).
 SUBMIT := $(VENV)/bin/sluice --master 'local[2]'
-# Spark's own logging for every spark-submit/spark-sql of the venv: warnings only (Spark's
-# default is INFO), and its JVM settings (conf/spark-defaults.conf). pyspark's launcher reads
-# $SPARK_HOME/conf, SPARK_HOME being the package.
-LOG4J  := $(VENV)/spark-conf.stamp
+# Spark's own settings for every spark-submit/spark-sql run from here: logging at warnings
+# (conf/log4j2.properties; Spark's default is INFO) and JVM options (conf/spark-defaults.conf).
+# Spark reads them from SPARK_CONF_DIR: nothing is written into the installed pyspark.
+export SPARK_CONF_DIR := $(abspath conf)
 
 .PHONY: test-fast setup-metastore setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
-setup: $(STAMP) $(LID) $(USE) $(LOG4J) $(KENLM)
-
-$(LOG4J): conf/log4j2.properties conf/spark-defaults.conf | $(STAMP)
-	mkdir -p "$$($(PY) -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/conf"
-	cp conf/log4j2.properties conf/spark-defaults.conf \
-	  "$$($(PY) -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/conf/"
-	touch $@
+setup: $(STAMP) $(LID) $(USE) $(KENLM)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -14,6 +14,8 @@ from integration_helpers import JIT_OPTS
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Spark's settings as the Makefile and `sluice` give them (conf/spark-defaults.conf, logging).
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent.parent / "conf"))
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # Every JVM of the tests (this session's, and every spark-submit, spark-sql and query_lake.py
 # it starts) lives seconds to minutes: compiling with C1 only, not C2 too, halves the CPU each

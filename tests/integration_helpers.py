@@ -25,7 +25,7 @@ JIT_OPTS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def spark_default(key: str) -> str:
-    """A setting of conf/spark-defaults.conf, the file `make setup` installs for the venv."""
+    """A setting of conf/spark-defaults.conf, which Spark reads there (SPARK_CONF_DIR)."""
     for line in (REPO / "conf" / "spark-defaults.conf").read_text().splitlines():
         if line.split(None, 1)[:1] == [key]:
             return line.split(None, 1)[1].strip()
@@ -33,7 +33,8 @@ def spark_default(key: str) -> str:
 
 
 def spark_env() -> dict[str, str]:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_CONF_DIR=str(REPO / "conf"))
     env.pop("SPARK_HOME", None)
     return env
 

@@ -115,9 +115,10 @@ def test_a_model_that_is_nowhere_is_one_clear_line(tmp_path: Path, monkeypatch) 
 
 
 def test_the_venvs_spark_defaults_reach_the_driver_jvm(spark) -> None:
-    """`make setup` installs conf/spark-defaults.conf where the venv's spark-submit reads it:
-    the JIT setting is on the running driver JVM's command line, next to the tests' own
-    flags (defaultJavaOptions adds to, not replaces, what a user passes)."""
+    """Spark reads conf/spark-defaults.conf (SPARK_CONF_DIR, as the Makefile and `sluice`
+    set it; nothing is copied into the installed pyspark): the JIT setting is on the running
+    driver JVM's command line, next to the tests' own flags (defaultJavaOptions adds to, not
+    replaces, what a user passes)."""
     wanted = spark_default("spark.driver.defaultJavaOptions")
     runtime = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     flags = list(runtime.getInputArguments())

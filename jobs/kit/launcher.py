@@ -5,7 +5,8 @@
     sluice --master spark://host:7077 --conf spark.executor.memory=4g select --config ...
 
 Options before the job's name go to spark-submit, the rest to the job. The launcher finds
-spark-submit in the installed pyspark (SPARK_HOME unless already set) and runs the job's Python
+spark-submit in the installed pyspark (SPARK_HOME unless already set), Spark's settings in conf/
+(SPARK_CONF_DIR: conf/spark-defaults.conf, conf/log4j2.properties) and runs the job's Python
 on this interpreter (PYSPARK_PYTHON, unless already set), then hands the process over to
 spark-submit, so a scheduler's signals and exit codes are spark-submit's own."""
 
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pyspark
+
+from jobs.kit.config import CONF_DIR
 
 JOBS_DIR = Path(__file__).resolve().parent.parent
 # name -> (entry script in jobs/, what it does)
@@ -60,6 +63,7 @@ def command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     spark, job, args = split(argv)
     spark_home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).resolve().parent)
     env = dict(os.environ, SPARK_HOME=spark_home)
+    env.setdefault("SPARK_CONF_DIR", str(CONF_DIR))  # logging, JVM options: conf/spark-*.conf
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
     script = str(JOBS_DIR / JOBS[job or ""][0])
