@@ -141,6 +141,18 @@ def test_a_run_id_that_committed_is_refused(lake) -> None:
     assert catalog_counts(lake["lake"]) == lake["after_first"]  # nothing wiped
 
 
+def test_a_retry_of_a_committed_run_does_nothing_and_succeeds(lake) -> None:
+    # A scheduler retrying a task whose run committed (it died after the commit, say): the
+    # same command, the same --run-id. Exit 0, one line, the lake as it was.
+    config = lake["root"] / "three.yaml"
+    done = submit_to("local[2]", "filter", "--config", str(config), "--run-id", "first-0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stdout + done.stderr  # spark-submit passes the driver's stderr to its stdout
+    assert "run first-0 (filter) has already committed" in said
+    assert "nothing to do (a retry)" in said
+    assert catalog_counts(lake["lake"]) == lake["after_first"]
+
+
 def test_run_ids_outside_the_lake_are_refused(lake) -> None:
     done = filter_corpus(lake["lake"], "x", lake["first"]["新闻"], "../../escape")
     assert done.returncode == 2 and "run id '../../escape'" in done.stdout + done.stderr

@@ -210,9 +210,14 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     record = RunRecord(spark, lake, run_id, job, cfg.resolved(), cfg.hash(), inputs)
 
     def register() -> None:
-        if lake.succeeded(run_id):
-            raise ConfigError(f"run id {run_id} has already committed to {lake.root}: "
-                              "give a new --run-id (or none: one is made up)")
+        committed = lake.committed_run(run_id)
+        if committed is not None and (committed.job, committed.config_hash) == (job, cfg.hash()):
+            raise AlreadyCommitted(f"run {run_id} ({job}) has already committed to {lake.root} "
+                                   "with this config: nothing to do (a retry)")
+        if committed is not None:
+            raise ConfigError(f"run id {run_id} has already committed to {lake.root} (a "
+                              f"{committed.job} run, config {committed.config_hash}): give a "
+                              "new --run-id (or none: one is made up)")
         record.mark("running")
         log(f"run {run_id}, lake {lake.root}")
 
@@ -240,12 +245,21 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     log(f"query: {spark_sql_command(cfg.lake.root, query, cfg.lake.metastore)}")
 
 
+class AlreadyCommitted(Exception):
+    """The run's id has committed already, by the same job with the same config: a scheduler's
+    retry of a run that did commit. Nothing is done again; the job exits 0."""
+
+
 def exit_code(job: Callable[[], int]) -> int:
-    """Run a job's main; a problem with its config or input is one line on stderr, exit 2;
+    """Run a job's main; a retry of a run that committed already (same id, job and config) is
+    one line and exit 0; a problem with its config or input is one line on stderr, exit 2;
     a lake another job holds (LakeBusy) one line, exit 75: nothing done, try again later; a
     shared metastore failing under the job one line, exit 1."""
     try:
         return job()
+    except AlreadyCommitted as done:
+        print(f"sluice: {done}", file=sys.stderr)
+        return 0
     except (ConfigError, InputError) as err:
         print(f"sluice: error: {err}", file=sys.stderr)
         return 2

@@ -229,14 +229,18 @@ class Lake:
 
     def succeeded(self, run_id: str) -> bool:
         """Whether a run with this id has committed (its id is then taken for good)."""
+        return self.committed_run(run_id) is not None
+
+    def committed_run(self, run_id: str) -> Any:
+        """The `runs` row of the committed run of this id, or None."""
         self.ready()
         if not self.spark.catalog.tableExists(f"{self.database}.runs"):
-            return False
+            return None
         self.spark.catalog.refreshTable(f"{self.database}.runs")
         found = self.spark.table(self.qualified("runs")).where(
             f"run_id = {sql_string(run_id)} AND status = 'succeeded'"
-        )
-        return not found.isEmpty()
+        ).limit(1).collect()
+        return found[0] if found else None
 
     # -- commit --------------------------------------------------------------------------
     @contextmanager
