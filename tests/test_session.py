@@ -3,8 +3,8 @@ executors see them (jobs/lake/session.py, jobs/lake/models.py), without starting
 
 from __future__ import annotations
 
-import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,12 +62,14 @@ def test_printed_spark_sql_command_is_one_argv_in_a_shell(tmp_path: Path) -> Non
     lake = tmp_path / "my lake; rm -rf x"
     query = "SELECT * FROM sluice.filter_stats WHERE run_id = 'a' AND rule <> \"$HOME\""
     command = spark_sql_command(str(lake), query)
-    argv = subprocess.run(["bash", "-c", f"printf '%s\\n' {command.removeprefix('spark-sql ')}"],
+    sluice = Path(sys.executable).parent / "sluice"  # works from any shell: no venv needed
+    assert command.startswith(f"{sluice} sql ")
+    words = command.removeprefix(f"{sluice} sql ")
+    argv = subprocess.run(["bash", "-c", f"printf '%s\\n' {words}"],
                           capture_output=True, text=True, check=True).stdout.splitlines()
     assert argv[-2:] == ["-e", query]
     derby = next(a for a in argv if a.startswith("spark.hadoop.javax.jdo"))
     assert f"databaseName={lake}/metastore_db;create=true" in derby
-    assert shlex.split(command)[0] == "spark-sql"
 
 
 class FakeContext:

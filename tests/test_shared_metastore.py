@@ -89,7 +89,8 @@ class SqlShell:
     query at a time: the runs `filter_stats` holds, again and again until stopped. Keeps what
     it saw and every error it printed."""
 
-    QUERY = ("SELECT 'runs', concat_ws(',', sort_array(collect_set(run_id))) "
+    # Named columns: `sluice sql` prints a header line, which must not read as an answer.
+    QUERY = ("SELECT 'runs' AS what, concat_ws(',', sort_array(collect_set(run_id))) AS ids "
              "FROM sluice.filter_stats;\n")
     # What an error looks like in its output: an error class ([FILE_NOT_FOUND] ...), a Java
     # exception, or a log line at ERROR.

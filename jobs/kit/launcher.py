@@ -3,6 +3,7 @@
     sluice                                    # the jobs, one line each
     sluice filter --config conf/zh-en.yaml    # = spark-submit jobs/filter.py --config ...
     sluice --master spark://host:7077 --conf spark.executor.memory=4g select --config ...
+    sluice sql --conf ... -e "SELECT ..."     # = spark-sql, printing column names
 
 Options before the job's name go to spark-submit, the rest to the job. The launcher finds
 spark-submit in the installed pyspark (SPARK_HOME unless already set), Spark's settings in conf/
@@ -31,7 +32,10 @@ JOBS: dict[str, tuple[str, str]] = {
     "train-pair-score": ("train_pair_score.py", "train the learned pair_score model"),
     "align-reference": ("align_reference.py", "train a reference word aligner on trusted pairs"),
     "lake-gc": ("lake_gc.py", "delete lake files no table points at any more"),
+    "sql": ("", "a spark-sql shell on the lake's catalog (each job prints its own)"),
 }
+# `sluice sql` prints each result's column names (spark-sql prints none by default).
+SQL_CONF = ("--conf", "spark.sql.cli.print.header=true")
 # spark-submit options that take no value
 SPARK_FLAGS = frozenset({"--verbose", "--supervise"})
 
@@ -66,8 +70,11 @@ def command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     env.setdefault("SPARK_CONF_DIR", str(CONF_DIR))  # logging, JVM options: conf/spark-*.conf
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
+    bin_dir = Path(spark_home) / "bin"
+    if job == "sql":
+        return [str(bin_dir / "spark-sql"), *SQL_CONF, *spark, *args], env
     script = str(JOBS_DIR / JOBS[job or ""][0])
-    return [str(Path(spark_home) / "bin" / "spark-submit"), *spark, script, *args], env
+    return [str(bin_dir / "spark-submit"), *spark, script, *args], env
 
 
 def main(argv: list[str] | None = None) -> int:

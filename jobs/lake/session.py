@@ -12,6 +12,7 @@ import fcntl
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -161,9 +162,12 @@ def embedded_catalog_conf(lake_root: str) -> dict[str, str]:
 
 def spark_sql_command(lake_root: str, query: str | None = None,
                       metastore: str = "embedded") -> str:
-    """The `spark-sql` invocation that opens the same catalog as the jobs, shell-quoted so
-    it can be pasted as printed (a JDBC metastore's password stays out of it)."""
-    args = ["spark-sql"]
+    """The spark-sql shell on the same catalog as the jobs, shell-quoted so it can be pasted as
+    printed from any shell (a JDBC metastore's password stays out of it): this installation's
+    `sluice sql` (jobs/kit/launcher.py: the venv's Spark, column names printed), else
+    `spark-sql` on the PATH."""
+    sluice = Path(sys.executable).parent / "sluice"
+    args = [str(sluice), "sql"] if sluice.is_file() else ["spark-sql"]
     shared = {k: v for k, v in metastore_conf(metastore).items()
               if "Password" not in k and k not in THRIFT_FAIL_FAST}
     if metastore.startswith("jdbc:"):
