@@ -107,6 +107,8 @@ test: setup
 	scripts/install_chromium.sh || echo "warning: no chromium (above): tests/test_report.py fails"
 	scripts/install_metastore_deps.sh || \
 	  echo "warning: no PostgreSQL (above): tests/test_shared_metastore.py fails"
+	scripts/install_airflow.sh .venv-airflow || \
+	  echo "warning: no Airflow (above): tests/test_schedule_examples.py's DAG test fails"
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 # The fast tier, for the edit-test loop: no whole job, spark-submit, cluster or service.
@@ -120,4 +122,4 @@ bench: setup
 	$(PY) bench/filter_throughput.py
 
 clean:
-	rm -rf lake lake-bt lake-select lake-refresh lake-pair-score incoming spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)
+	rm -rf .venv-airflow lake lake-bt lake-select lake-refresh lake-pair-score incoming spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)

@@ -1,5 +1,6 @@
-"""examples/schedule/: the crontab's job line run as cron runs it, and the two examples that
-cannot run here (Airflow, the Kubernetes Spark operator) checked against it.
+"""examples/schedule/: the crontab's job line run as cron runs it, the Airflow DAG run by a real
+Airflow (`airflow dags test`, .venv-airflow), and the Kubernetes Spark operator's application
+(which cannot run here) checked against the crontab.
 
 The crontab's own command string is run with /bin/sh from a directory that is not the
 deployment, in cron's near-empty environment (PATH=/usr/bin:/bin, no PYSPARK_* variables,
@@ -59,11 +60,12 @@ def parse_crontab(text: str) -> tuple[dict[str, str], list[tuple[list[str], str]
 
 
 def job_arguments(command: str, variables: dict[str, str]) -> list[str]:
-    """The arguments the command passes to jobs/refresh.py, its variables substituted."""
+    """The arguments the command passes to the refresh job (`sluice ... refresh ARGS`), its
+    variables substituted."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     tokens = list(lexer)
-    start = tokens.index("jobs/refresh.py") + 1
+    start = tokens.index("refresh", tokens.index(".venv/bin/sluice")) + 1
     args = []
     for token in tokens[start:]:
         if set(token) <= set("();<>|&"):
@@ -88,7 +90,7 @@ def test_crontab_is_one_hourly_refresh(crontab: dict) -> None:
     minute, *rest = crontab["schedule"]
     assert minute.isdigit() and 0 <= int(minute) < 60 and rest == ["*"] * 4  # once an hour
     assert "%" not in command  # cron would turn it into a newline
-    assert ".venv/bin/spark-submit --master 'local[*]' jobs/refresh.py" in command
+    assert ".venv/bin/sluice --master 'local[*]' refresh" in command
     assert crontab["args"] == ["--config", "conf/refresh-zh-en.yaml"]
     assert (REPO / crontab["args"][1]).is_file()
 
@@ -224,29 +226,57 @@ def call_name(call: ast.Call) -> str:
     return call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
 
 
-def test_airflow_dag_submits_the_crontab_job(crontab: dict) -> None:
-    """Parsed, not imported: Airflow is not installed here."""
+AIRFLOW = REPO / ".venv-airflow" / "bin" / "airflow"  # scripts/install_airflow.sh (make test)
+
+
+def test_airflow_dag_runs_the_crontab_command(crontab: dict) -> None:
     tree = ast.parse((SCHEDULE / "airflow_refresh_dag.py").read_text(encoding="utf-8"))
-    imported = {alias.asname or alias.name: node.module for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) for alias in node.names}
-    provider = "airflow.providers.apache.spark.operators.spark_submit"
-    assert imported["SparkSubmitOperator"] == provider
-    assert imported["DAG"] == "airflow"
-    operators = {"SparkSubmitOperator"} | {
-        node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
-        and any(isinstance(b, ast.Name) and b.id == "SparkSubmitOperator" for b in node.bases)}
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    (dag,) = [keywords(c) for c in calls if call_name(c) == "DAG"]
-    assert ast.literal_eval(dag["schedule"]) == "@hourly"
-    assert ast.literal_eval(dag["catchup"]) is False
-    assert ast.literal_eval(dag["max_active_runs"]) == 1
-    (task,) = [keywords(c) for c in calls if call_name(c) in operators]
-    assert ast.literal_eval(task["conn_id"]) == "spark_default"
-    assert ast.literal_eval(task["application_args"]) == crontab["args"]
-    application = task["application"]
-    if isinstance(application, ast.JoinedStr):  # f"{SLUICE_HOME}/jobs/refresh.py"
-        application = application.values[-1]
-    assert re.fullmatch(r"(.*/)?jobs/refresh\.py", ast.literal_eval(application))
+    (task,) = [keywords(c) for c in calls if call_name(c) == "BashOperator"]
+    command = ast.literal_eval(task["bash_command"])
+    default_spark = "${SLUICE_SPARK:---master local[*]}"
+    cron = crontab["command"].split("; ")[1].split(";")[0]  # the sluice call in { ...; }
+    cron = cron.replace("'local[*]'", "local[*]").replace('"$SLUICE_CONFIG"',
+                                                          crontab["variables"]["SLUICE_CONFIG"])
+    assert command.replace(default_spark, "--master local[*]") == cron
+
+
+def airflow(deployment: dict, home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"HOME": os.environ.get("HOME", "/"), "PATH": "/usr/bin:/bin",
+           "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(SCHEDULE),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "SLUICE_HOME": str(deployment["home"]),
+           "SPARK_SUBMIT_OPTS": os.environ.get("SPARK_SUBMIT_OPTS", JIT_OPTS)}
+    if java := java_home():
+        env["JAVA_HOME"] = java
+    return subprocess.run([str(AIRFLOW), *args], cwd=home, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_airflow_runs_the_dag_and_skips_it_while_the_lake_is_busy(
+        deployment: dict, busy_start: tuple[int, str], tmp_path: Path) -> None:
+    """A real Airflow (`airflow dags test`) runs the DAG: while another refresh holds the lake
+    lock the task is skipped (exit 75, `skip_on_exit_code`) and nothing is written; then it
+    commits the dump that waited."""
+    assert AIRFLOW.is_file(), "no Airflow: scripts/install_airflow.sh .venv-airflow"
+    assert airflow(deployment, tmp_path, "db", "migrate").returncode == 0
+    lock = deployment["lake"] / "locks" / "refresh.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        busy = airflow(deployment, tmp_path, "dags", "test", "sluice_refresh_zh_en",
+                       "2025-06-01T00:00:00+00:00")
+    finally:
+        os.close(fd)
+    said = busy.stdout + busy.stderr
+    assert busy.returncode == 0, said[-4000:]
+    assert "exit code 75" in said and "new_state=skipped" in said, said[-4000:]
+    assert sum(crawl_rows(deployment["lake"]).values()) == CRAWL_LINES  # nothing written
+    done = airflow(deployment, tmp_path, "dags", "test", "sluice_refresh_zh_en",
+                   "2025-06-01T01:00:00+00:00")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-4000:]
+    assert "committed run" in said, said[-4000:]
+    assert sum(crawl_rows(deployment["lake"]).values()) == CRAWL_LINES + 20  # the new dump
 
 
 def test_kubernetes_app_submits_the_crontab_job(crontab: dict) -> None:

@@ -1,28 +1,27 @@
-"""Airflow 2 DAG: the hourly incremental refresh of the zh-en corpora (jobs/refresh.py), the
-same command as examples/schedule/crontab, through apache-airflow-providers-apache-spark.
+"""Airflow DAG: the hourly incremental refresh of the zh-en corpora (jobs/refresh.py), the
+crontab's command (examples/schedule/crontab) run by Airflow's stock BashOperator.
 
-An example only: nothing here runs it (no Airflow in the project's environment); the test
-suite parses this file (tests/test_schedule_examples.py) to check that it submits the same
-job with the same arguments as the crontab. Copy it into the DAGs folder and set:
+tests/test_schedule_examples.py runs it with a real Airflow (`airflow dags test`, in a venv of
+its own: scripts/install_airflow.sh): the first run commits, a run while another refresh holds
+the lake lock is skipped. Copy it into the DAGs folder and set:
 
-- SLUICE_HOME (the environment variable, or edit the default below): a checkout with
-  `make setup` done in it, on the Airflow worker: .venv/, models/, conf/, jobs/.
-- The `spark_default` connection: its host is the master, `local[*]` to run on the worker
-  like the crontab, or spark://host:7077 / yarn / k8s://... (Airflow's stock spark_default
-  says yarn). A cluster needs a lake every node reaches (--lake hdfs://... or s3a://...).
-- `spark-submit` on the worker's PATH, of the same Spark version as the venv's pyspark (the
-  venv's own .venv/bin/spark-submit is the simplest: put .venv/bin on PATH). The driver runs
-  the venv's Python (PYSPARK_PYTHON below), which has the project's packages.
+- SLUICE_HOME (the environment variable, or edit the default below): a checkout with `make
+  setup` done in it, on the Airflow worker. The task runs from there (`cwd`), so the config,
+  the sources it lists (incoming/zh-en/...) and the lake root (./lake) resolve against it:
+  relative paths in a config are relative to the working directory, as for every job.
+- SLUICE_SPARK (optional): spark-submit options before the job, e.g. `--master yarn
+  --conf spark.pyspark.python=/opt/sluice/bin/python` (the Python the executors run, where they
+  run: nothing of the worker's venv is pushed to the cluster). A cluster needs a lake every node
+  reaches (--lake hdfs://... or s3a://... after the config).
 
-Exit codes of jobs/refresh.py: 0 committed or "up to date" (success); 2 bad config or input
-(fails, and its retries fail the same way: read the log); 75 another refresh holds the lake
-lock. max_active_runs=1 keeps this DAG from overlapping itself, so 75 means something else
-(a manual run, a crontab) is refreshing the lake: the task is marked skipped, and the next
-hour picks up whatever that run did not. The job takes the lake lock itself: no pool or
-external lock is needed. SparkSubmitOperator has no "skip on exit code" parameter, so
-RefreshOperator reads the exit code off the hook's spark-submit process (`_submit_sp`, a
-private attribute, the same in every provider release so far); where that is missing it
-stays an ordinary failure, retried below.
+`sluice` is the project's launcher (.venv/bin/sluice): spark-submit with the venv's Spark and
+Python, so no PATH, SPARK_HOME or PYSPARK_PYTHON needs setting on the worker.
+
+Exit codes of jobs/refresh.py: 0 committed, up to date, or a retry of a run that committed
+already (success); 2 bad config or input (fails; its retries fail the same way: read the log);
+75 another refresh holds the lake lock: `skip_on_exit_code` marks the task skipped, and the
+next hour picks up whatever that run did not. max_active_runs=1 keeps this DAG from
+overlapping itself; the job takes the lake lock itself, so no pool or external lock is needed.
 """
 
 from __future__ import annotations
@@ -31,33 +30,18 @@ import os
 from datetime import timedelta
 
 import pendulum
-from airflow import DAG
-from airflow.exceptions import AirflowException, AirflowSkipException
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+try:  # Airflow 3 (and 2.10 with the standard provider)
+    from airflow.providers.standard.operators.bash import BashOperator
+except ImportError:  # Airflow 2 before the standard provider
+    from airflow.operators.bash import BashOperator
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2
+    from airflow import DAG
 
 SLUICE_HOME = os.environ.get("SLUICE_HOME", "/srv/sluice")
 BUSY_EXIT = 75  # jobs/lake/lock.py: another refresh holds the lake lock
-
-
-class RefreshOperator(SparkSubmitOperator):
-    """SparkSubmitOperator run from SLUICE_HOME, with exit 75 (lake busy) a skip.
-
-    The job resolves its config, the sources the config lists (incoming/zh-en/...) and the
-    lake root (./lake) against its working directory, which spark-submit's driver inherits
-    from the task process: the crontab `cd`s there, this changes directory (each Airflow task
-    runs in a process of its own, so nothing else sees it)."""
-
-    def execute(self, context):
-        os.chdir(SLUICE_HOME)
-        try:
-            return super().execute(context)
-        except AirflowException:
-            submit = getattr(getattr(self, "_hook", None), "_submit_sp", None)
-            if getattr(submit, "returncode", None) == BUSY_EXIT:
-                raise AirflowSkipException(
-                    "another refresh holds the lake lock (exit 75); it did nothing") from None
-            raise
-
 
 with DAG(
     dag_id="sluice_refresh_zh_en",
@@ -69,15 +53,12 @@ with DAG(
     default_args={"retries": 2, "retry_delay": timedelta(minutes=10)},
     tags=["sluice"],
 ) as dag:
-    RefreshOperator(
+    BashOperator(
         task_id="refresh",
-        conn_id="spark_default",
-        application=f"{SLUICE_HOME}/jobs/refresh.py",
-        application_args=["--config", "conf/refresh-zh-en.yaml"],  # the crontab's
-        name="sluice-refresh-zh-en",
-        env_vars={
-            "PYSPARK_PYTHON": f"{SLUICE_HOME}/.venv/bin/python",
-            "PYSPARK_DRIVER_PYTHON": f"{SLUICE_HOME}/.venv/bin/python",
-        },
+        # the crontab's command; SLUICE_SPARK: spark-submit options (default: local[*])
+        bash_command=(".venv/bin/sluice ${SLUICE_SPARK:---master local[*]} refresh "
+                      "--config conf/refresh-zh-en.yaml"),
+        cwd=SLUICE_HOME,
+        skip_on_exit_code=BUSY_EXIT,
         execution_timeout=timedelta(hours=6),
     )
