@@ -70,7 +70,17 @@ case "$cmd" in
     ;;
   executor)
     cd "$SLUICE_HOME"
-    exec "$SPARK_HOME/bin/spark-class" \
+    # As Spark's own Kubernetes image: spark.executor.extraJavaOptions arrive as
+    # SPARK_JAVA_OPT_0, _1, ... (in that order), extra jars as SPARK_EXTRA_CLASSPATH, and
+    # --py-files as PYSPARK_FILES (put on the Python workers' path).
+    mapfile -t java_opts < <(env | grep '^SPARK_JAVA_OPT_' | sort -t_ -k4 -n | sed 's/^[^=]*=//')
+    if [[ -n "${SPARK_EXTRA_CLASSPATH:-}" ]]; then
+      export SPARK_DIST_CLASSPATH="${SPARK_DIST_CLASSPATH:+$SPARK_DIST_CLASSPATH:}$SPARK_EXTRA_CLASSPATH"
+    fi
+    if [[ -n "${PYSPARK_FILES:-}" ]]; then
+      export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PYSPARK_FILES"
+    fi
+    exec "$SPARK_HOME/bin/spark-class" "${java_opts[@]}" \
       "-Xms${SPARK_EXECUTOR_MEMORY:?set by Spark}" "-Xmx${SPARK_EXECUTOR_MEMORY}" \
       org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend \
       --driver-url "$SPARK_DRIVER_URL" --executor-id "$SPARK_EXECUTOR_ID" \

@@ -194,7 +194,8 @@ def fake_spark(tmp_path: Path) -> dict[str, str]:
     bin_dir.mkdir(parents=True)
     for tool in ("spark-class", "spark-submit"):
         script = bin_dir / tool
-        script.write_text(f'#!/bin/sh\necho "{tool} cwd=$(pwd) args=$*"\n')
+        seen = " dist_cp=$SPARK_DIST_CLASSPATH pythonpath=$PYTHONPATH" * (tool == "spark-class")
+        script.write_text(f'#!/bin/sh\necho "{tool} cwd=$(pwd){seen} args=$*"\n')
         script.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
     env.update(SPARK_HOME=str(tmp_path / "spark"), SLUICE_HOME=str(tmp_path))
@@ -240,6 +241,17 @@ def test_entrypoint_roles(fake_spark: dict[str, str], tmp_path: Path) -> None:
     backend = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
     assert f"-Xms4g -Xmx4g {backend}" in executor
     assert "--driver-url spark://d:7078 --executor-id 3 --cores 2 --app-id a1" in executor
+    # What Spark's Kubernetes backend sets for --conf spark.executor.extraJavaOptions,
+    # extra jars and --py-files: honoured as Spark's own image honours them.
+    executor = run("executor", SPARK_EXECUTOR_MEMORY="4g", SPARK_DRIVER_URL="spark://d:7078",
+                   SPARK_EXECUTOR_ID="3", SPARK_EXECUTOR_CORES="2", SPARK_APPLICATION_ID="a1",
+                   SPARK_EXECUTOR_POD_IP="10.0.0.9", SPARK_JAVA_OPT_1="-Dtwo=2",
+                   SPARK_JAVA_OPT_0="-Done=1", SPARK_JAVA_OPT_10="-Dten=10",
+                   SPARK_EXTRA_CLASSPATH="/opt/extra/a.jar", PYSPARK_FILES="/var/files/deps.zip")
+    assert f"args=-Done=1 -Dtwo=2 -Dten=10 -Xms4g -Xmx4g {backend}" in executor
+    assert "dist_cp=/opt/extra/a.jar " in executor
+    assert "pythonpath=/var/files/deps.zip " in executor or \
+        executor.split("pythonpath=")[1].split(" args=")[0].endswith(":/var/files/deps.zip")
     no_url = subprocess.run(
         ["bash", str(ENTRYPOINT), "worker"], env=fake_spark, capture_output=True, text=True
     )
