@@ -9,7 +9,7 @@ import time
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from jobs.kit.progress import LOGGER, setup_logging, stage
+from jobs.kit.progress import LOGGER, running_tasks, setup_logging, stage
 
 
 def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:
@@ -31,3 +31,39 @@ def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:
     assert spark.sparkContext.getLocalProperty("spark.job.description") is None
     # Spark's progress bar is for terminals only; tests and logs do not get it.
     assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
+
+
+class FakeStage:
+    def __init__(self, done: int, total: int) -> None:
+        self.numCompletedTasks, self.numTasks = done, total  # noqa: N815 - Spark's names
+
+
+class FakeTracker:
+    def __init__(self, stages: dict[int, FakeStage]) -> None:
+        self.stages = stages
+
+    def getActiveStageIds(self) -> list[int]:  # noqa: N802 - Spark's name
+        return list(self.stages)
+
+    def getStageInfo(self, stage_id: int) -> FakeStage:  # noqa: N802 - Spark's name
+        return self.stages[stage_id]
+
+
+class FakeSpark:
+    def __init__(self, tracker: FakeTracker) -> None:
+        self.sparkContext = self
+        self.tracker = tracker
+
+    def statusTracker(self) -> FakeTracker:  # noqa: N802 - Spark's name
+        return self.tracker
+
+
+def test_the_heartbeat_estimates_the_time_left_from_the_stages_pace() -> None:
+    stages = {4: FakeStage(0, 8)}
+    spark = FakeSpark(FakeTracker(stages))
+    seen: dict[int, float] = {}
+    assert running_tasks(spark, seen, now=100.0) == "Spark stage 4: 0/8 tasks"  # no pace yet
+    stages[4] = FakeStage(2, 8)
+    # 2 tasks in 10 s: 6 left at 5 s each
+    assert running_tasks(spark, seen, now=110.0) == "Spark stage 4: 2/8 tasks, ~30 s left"
+    assert running_tasks(FakeSpark(FakeTracker({})), seen) == "between Spark stages"

@@ -2,7 +2,7 @@
 stage that runs them, and a heartbeat with task counts while a stage runs long.
 
     [sluice 12:00:01] normalize+rules zh-en/news: started
-    [sluice 12:00:31] normalize+rules zh-en/news: 30 s, Spark stage 4: 5/8 tasks
+    [sluice 12:00:31] normalize+rules zh-en/news: 30 s, Spark stage 4: 5/8 tasks, ~18 s left
     [sluice 12:00:44] normalize+rules zh-en/news: done in 43 s (1,000,000 rows)
 """
 
@@ -37,14 +37,25 @@ def log(message: str) -> None:
     LOGGER.info(message)
 
 
-def running_tasks(spark: SparkSession) -> str:
-    """The active Spark stages and their finished/total tasks, e.g. 'Spark stage 4: 5/8 tasks'."""
+def running_tasks(spark: SparkSession, first_seen: dict[int, float] | None = None,
+                  now: float | None = None) -> str:
+    """The active Spark stages and their finished/total tasks, e.g. 'Spark stage 4: 5/8 tasks,
+    ~12 s left'. The estimate is the stage's pace so far (from when a heartbeat first saw it,
+    `first_seen`, kept between calls) over the tasks left; none before a task has finished."""
     tracker = spark.sparkContext.statusTracker()
+    now = time.monotonic() if now is None else now
+    seen = {} if first_seen is None else first_seen
     parts = []
     for stage_id in sorted(tracker.getActiveStageIds()):
         info = tracker.getStageInfo(stage_id)
-        if info is not None:
-            parts.append(f"Spark stage {stage_id}: {info.numCompletedTasks}/{info.numTasks} tasks")
+        if info is None:
+            continue
+        since = seen.setdefault(stage_id, now)
+        done, total = info.numCompletedTasks, info.numTasks
+        part = f"Spark stage {stage_id}: {done}/{total} tasks"
+        if 0 < done < total and now > since:
+            part += f", ~{(now - since) / done * (total - done):.0f} s left"
+        parts.append(part)
     return ", ".join(parts) or "between Spark stages"
 
 
@@ -59,9 +70,12 @@ def stage(spark: SparkSession, job: str, name: str, heartbeat_s: float = HEARTBE
     started = time.monotonic()
     done = threading.Event()
 
+    first_seen: dict[int, float] = {}  # Spark stage -> when a heartbeat first saw it
+
     def beat() -> None:
         while not done.wait(heartbeat_s):
-            log(f"{name}: {time.monotonic() - started:.0f} s, {running_tasks(spark)}")
+            tasks = running_tasks(spark, first_seen)
+            log(f"{name}: {time.monotonic() - started:.0f} s, {tasks}")
 
     log(f"{name}: started")
     thread = threading.Thread(target=beat, name="sluice-heartbeat", daemon=True)

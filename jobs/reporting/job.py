@@ -21,7 +21,7 @@ import time
 
 from jobs.kit.cli import add_config, add_lake, add_run_id, hidden_alias, job_parser, lake_extra
 from jobs.kit.config import ConfigError, JobConfig, check_run_id, deep_merge, load_lake_config
-from jobs.kit.progress import log
+from jobs.kit.progress import log, stage
 from jobs.lake.metastore import metastore_conf
 from jobs.lake.runs import exit_code, open_lake_at
 from jobs.reporting.data import collect_report, find_run
@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     chosen = find_run(spark, lake, args.run_id, args.pair, args.corpus)
     log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")
-    report = collect_report(spark, lake, chosen)
+    with stage(spark, "report", f"aggregating run {chosen.run_id}"):  # heartbeat while it runs
+        report = collect_report(spark, lake, chosen)
     write_atomically(args.out, render(report))
     log(f"wrote {args.out} ({os.path.getsize(args.out):,} bytes) in "
         f"{time.monotonic() - started:.1f} s")
