@@ -53,6 +53,10 @@ def test_jobs_and_flags_as_printed() -> None:
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "committed run" in done.stdout + done.stderr
+        # conf/log4j2.properties silences the start-up warnings that are harmless here
+        for noise in ("NativeCodeLoader", "CreateNamespaceExec", "SparkStringUtils",
+                      "SessionState", "HiveConf", " INFO "):
+            assert noise not in done.stdout + done.stderr, noise
         clean = ds.dataset("/tmp/sluice-lake/tables/bitext", partitioning="hive")
         lines_in = len((REPO / "tests/data/tatoeba-zh-en.zh").read_text().splitlines())
         assert clean.count_rows() == lines_in  # every input line, clean or rejected
