@@ -5,6 +5,7 @@ per stored score, and the funnel in the page is filter_stats as the lake holds i
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -174,6 +175,12 @@ def test_what_if_at_the_current_threshold_is_the_funnel(lake: Path, report: Path
         rows_in, rejected = stats.loc[rule, "rows_in"], stats.loc[rule, "rows_rejected"]
         assert what_if[rule] == (rows_in, rows_in - rejected), rule
     assert stats.loc["align_coverage", "rows_rejected"] > 0  # a threshold that cuts
+    # Every other value carries the command that applies it: a re-decide of this run.
+    applies = [html.unescape(c) for c in re.findall(r'<code class="apply">([^<]+)</code>',
+                                                    page_html)]
+    assert applies and all(f" filter --redecide {RUN_ID} --lake file://{lake} --set " in c
+                           for c in applies), applies[:3]
+    assert any("--set rules.max_tokens=" in c for c in applies)
 
 
 def test_text_from_the_lake_is_escaped(report: Path) -> None:

@@ -9,8 +9,10 @@ from jobs.filtering.config import load_config
 from jobs.reporting.thresholds import (
     grouped,
     passes,
+    redecide_command,
     rule_thresholds,
     score_columns,
+    scorer_thresholds,
     what_if_grid,
 )
 from udfs.rules import RULES
@@ -64,3 +66,35 @@ def test_every_threshold_setting_cuts_a_score_of_its_rule() -> None:
             assert (s.cuts is None) == (s.bound is None), s.name
             if s.cuts is not None:
                 assert s.cuts in scores, (rule.name, s.name)
+
+
+def test_each_what_if_command_sets_the_value_it_shows() -> None:
+    # The report's "apply" command (--redecide RUN --set KEY=VALUE): loading the run's config
+    # with that --set gives the threshold exactly the what-if's value, per-language keys too.
+    sets = ["rules.disabled=[]"]
+    cfg = load_config(REPO / "conf/zh-en.yaml", sets)
+    found = rule_thresholds(cfg.rules_run, cfg.rule_settings, cfg.langs, cfg.mono)
+    assert found["src_char_word_ratio"].key == "rules.char_word_ratio_by_lang.zh"
+    for t in grouped(found):
+        value = what_if_grid(t)[0]
+        again = load_config(REPO / "conf/zh-en.yaml", [*sets, t.set_value(value)])
+        now = rule_thresholds(again.rules_run, again.rule_settings, again.langs, again.mono)
+        assert {now[c].value for c in t.columns} == {value}, t.setting
+    command = redecide_command("/v/bin/sluice", "r1", "file:///l", found["token_ratio"],
+                               (0.25, 4.0))
+    assert command == ("/v/bin/sluice filter --redecide r1 --lake file:///l "
+                       "--set 'rules.token_ratio={min: 0.25, max: 4}'")
+
+
+def test_the_pair_scorers_what_if_commands_set_their_own_keys() -> None:
+    cfg = load_config(REPO / "conf/zh-en.yaml", [
+        "align.enabled=true", "embedding.enabled=true", "pair_score.enabled=true",
+        "pair_score.decides_alone=false"])
+    found = scorer_thresholds(cfg, pair_score_threshold=0.4)
+    assert found["align_coverage"].key in ("align.min_coverage", "align.min_coverage_by_pair.zh-en")
+    assert found["pair_score"].set_value(0.5) == "pair_score.min_score=0.5"
+    for column in ("align_coverage", "embed_cosine"):
+        t = found[column]
+        again = load_config(REPO / "conf/zh-en.yaml", [
+            "align.enabled=true", "embedding.enabled=true", t.set_value(0.123)])
+        assert scorer_thresholds(again, None)[column].value == 0.123, column

@@ -40,6 +40,13 @@ SQL_CONF = ("--conf", "spark.sql.cli.print.header=true")
 SPARK_FLAGS = frozenset({"--verbose", "--supervise"})
 
 
+def sluice_path() -> str:
+    """This installation's `sluice` (beside the running Python), as a command to print: it
+    works from any shell. `sluice` where there is none (a plain checkout on the PYTHONPATH)."""
+    installed = Path(sys.executable).parent / "sluice"
+    return str(installed) if installed.is_file() else "sluice"
+
+
 def usage() -> str:
     width = max(map(len, JOBS))
     lines = [f"  {name:<{width}}  {what}" for name, (_, what) in JOBS.items()]

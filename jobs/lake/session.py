@@ -18,6 +18,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from jobs.kit.config import ConfigError
+from jobs.kit.launcher import sluice_path
 from jobs.lake.lock import hold_metastore
 from jobs.lake.metastore import (
     CONNECTION_URL,
@@ -166,8 +167,8 @@ def spark_sql_command(lake_root: str, query: str | None = None,
     printed from any shell (a JDBC metastore's password stays out of it): this installation's
     `sluice sql` (jobs/kit/launcher.py: the venv's Spark, column names printed), else
     `spark-sql` on the PATH."""
-    sluice = Path(sys.executable).parent / "sluice"
-    args = [str(sluice), "sql"] if sluice.is_file() else ["spark-sql"]
+    sluice = sluice_path()
+    args = [sluice, "sql"] if sluice != "sluice" else ["spark-sql"]
     shared = {k: v for k, v in metastore_conf(metastore).items()
               if "Password" not in k and k not in THRIFT_FAIL_FAST}
     if metastore.startswith("jdbc:"):

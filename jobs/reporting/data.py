@@ -103,6 +103,7 @@ class ReportData:
     rejected_samples: list[dict[str, Any]]
     near_samples: list[dict[str, Any]]
     notes: list[str]
+    lake_root: str = ""  # where the run's lake is (the what-ifs' re-decide commands)
 
 
 # --- The run -------------------------------------------------------------------------------
@@ -478,4 +479,5 @@ def collect_report(spark: SparkSession, lake: Lake, run: Run) -> ReportData:
     numeric, text = scores.columns()
     shown = numeric + text
     return ReportData(run, funnel, history, in_lake, score_stats, scores.text_scores(),
-                      what_ifs, scores.rejected_samples(shown) if in_lake else [], near, notes)
+                      what_ifs, scores.rejected_samples(shown) if in_lake else [], near, notes,
+                      lake.root)

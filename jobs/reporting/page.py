@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 import vl_convert
 
+from jobs.kit.launcher import sluice_path
 from jobs.reporting.data import (
     KEPT,
     REJECTED_ELSEWHERE,
@@ -26,7 +27,7 @@ from jobs.reporting.data import (
     ScoreStats,
     WhatIf,
 )
-from jobs.reporting.thresholds import rule_score_names
+from jobs.reporting.thresholds import redecide_command, rule_score_names
 from udfs.rules import BY_NAME
 
 GROUP_COLORS = {KEPT: "#4c78a8", REJECTED_HERE: "#e45756", REJECTED_ELSEWHERE: "#bab0ac"}
@@ -239,23 +240,31 @@ def scores_section(d: ReportData, specs: dict[str, dict]) -> str:
     return "".join(out)
 
 
-def what_if_section(what_ifs: list[WhatIf]) -> str:
+def what_if_section(what_ifs: list[WhatIf], run_id: str, lake_root: str) -> str:
     out = ['<h2 id="what-if">What if</h2><p>Rows kept at other values of each threshold, '
            "counted in Spark from the stored scores among the rows alive when its rule ran (a "
-           "threshold over several scores keeps a row only when all pass).</p>"]
+           "threshold over several scores keeps a row only when all pass). Each row's command "
+           "applies it: a re-decide, a new run from the stored scores (nothing recomputed; it "
+           "re-runs dedup, so its counts can differ slightly from these).</p>"]
+    sluice = sluice_path()
     for w in what_ifs:
         now = next(r["kept"] for r in w.rows if r["current"])
         body = "".join(
             ('<tr class="current">' if r["current"] else "<tr>")
             + td(r["label"]) + td(r["kept"], True) + td(share(r["kept"], w.alive), True)
-            + td(f"{r['kept'] - now:+,}", True) + "</tr>"
+            + td(f"{r['kept'] - now:+,}", True)
+            + ("<td>(the run's)</td>" if r["current"] else
+               f'<td><code class="apply">'
+               f"{esc(redecide_command(sluice, run_id, lake_root, w.threshold, r['value']))}"
+               "</code></td>")
+            + "</tr>"
             for r in w.rows)
         out.append(f"<h3>{esc(w.pair)}: {esc(w.threshold.label())} (rule {esc(w.threshold.rule)}"
                    f"; {esc(', '.join(w.threshold.columns))}; {w.alive:,} alive rows)</h3>"
                    f'<table class="what-if" data-pair="{esc(w.pair)}" '
                    f'data-rule="{esc(w.threshold.rule)}" data-alive="{w.alive}" '
                    f'data-kept-now="{now}"><thead><tr><th>value</th><th>kept</th><th>share</th>'
-                   f"<th>vs current</th></tr></thead><tbody>{body}</tbody></table>")
+                   f"<th>vs current</th><th>apply</th></tr></thead><tbody>{body}</tbody></table>")
     return "".join(out)
 
 
@@ -337,7 +346,8 @@ def vega_bundle() -> str:
 def render(d: ReportData) -> str:
     specs: dict[str, dict] = {}
     body = "".join([header(d), funnel_section(d, specs), scores_section(d, specs),
-                    what_if_section(d.what_ifs), samples_section(d), config_section(d)])
+                    what_if_section(d.what_ifs, d.run.run_id, d.lake_root), samples_section(d),
+                    config_section(d)])
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>sluice run {esc(d.run.run_id)}</title><style>{STYLE}</style>"

@@ -12,6 +12,7 @@ their units (jobs/filtering/scorer_rules.py), which name their settings.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,6 +33,7 @@ class Threshold:
     value: float | tuple[float, float]
     columns: tuple[str, ...]
     integer: bool = False  # an int setting: what-if values stay whole
+    key: str = ""  # the config key to --set (a per-language or per-pair one); "" = `setting`
 
     def label(self) -> str:
         if self.kind == "range":
@@ -44,7 +46,25 @@ class Threshold:
         return list(self.value) if self.kind == "range" else [self.value]  # type: ignore[arg-type]
 
     def with_value(self, value: float | tuple[float, float]) -> Threshold:
-        return Threshold(self.setting, self.rule, self.kind, value, self.columns, self.integer)
+        return Threshold(self.setting, self.rule, self.kind, value, self.columns, self.integer,
+                         self.key)
+
+    def set_value(self, value: float | tuple[float, float]) -> str:
+        """`--set`'s argument that gives the threshold `value`."""
+        if self.kind == "range":
+            low, high = value  # type: ignore[misc]
+            text = f"{{min: {low:g}, max: {high:g}}}"
+        else:
+            text = str(int(value)) if self.integer else f"{value:g}"  # type: ignore[arg-type]
+        return f"{self.key or self.setting}={text}"
+
+
+def redecide_command(sluice: str, run_id: str, lake_root: str, t: Threshold,
+                     value: float | tuple[float, float]) -> str:
+    """The command that re-decides run `run_id` with threshold `t` at `value`: a new run from
+    the stored scores, nothing recomputed (README "Re-deciding a run")."""
+    return shlex.join([sluice, "filter", "--redecide", run_id, "--lake", lake_root,
+                       "--set", t.set_value(value)])
 
 
 def passes(kind: Kind, value: float | tuple[float, float], score: float | None) -> bool:
@@ -111,10 +131,12 @@ def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: t
                 raw = settings[s.name]
                 by_lang = settings.get(f"{s.name}_by_lang") or {}
                 lang = side_lang[side] if side else langs[0]
+                key = ""
                 if lang in by_lang:
                     raw = by_lang[lang]
+                    key = f"{s.section}.{s.name}_by_lang.{lang}"
                 found[column] = Threshold(f"{s.section}.{s.name}", rule.name, s.bound,
-                                          _value(raw), (column,), s.type is int)
+                                          _value(raw), (column,), s.type is int, key)
                 break
     return found
 
@@ -122,15 +144,18 @@ def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: t
 def scorer_thresholds(cfg: FilterConfig,
                       pair_score_threshold: float | None) -> dict[str, Threshold]:
     """The pair scorers' thresholds, from their units (jobs/filtering/scorer_rules.py);
-    pair_score's is
-    `pair_score.min_score` or else `pair_score_threshold` (the model's, or the run's fit)."""
+    pair_score's is `pair_score.min_score` or else `pair_score_threshold` (the model's, or the
+    run's fit), which `--set pair_score.min_score` replaces."""
     found: dict[str, Threshold] = {}
     for unit in scorer_rules(cfg):
         key, value = unit.setting(cfg)
+        to_set = f"{key}.{cfg.pair}" if key.endswith("_by_pair") else key
         if value is None and unit.rule == "pair_score":
             key, value = "pair_score (the run's threshold)", pair_score_threshold
+            to_set = "pair_score.min_score"
         if value is not None:
-            found[unit.score] = Threshold(key, unit.rule, "min", float(value), (unit.score,))
+            found[unit.score] = Threshold(key, unit.rule, "min", float(value), (unit.score,),
+                                          key=to_set)
     return found
 
 
@@ -139,11 +164,11 @@ def grouped(by_column: Mapping[str, Threshold]) -> list[Threshold]:
     `tgt_tokens` under rules.max_tokens), as a what-if varies them together."""
     groups: dict[tuple[str, Any], Threshold] = {}
     for t in by_column.values():
-        key = (t.setting, t.rule, t.value)
+        key = (t.setting, t.rule, t.value, t.key)
         if key in groups:
             old = groups[key]
             groups[key] = Threshold(old.setting, old.rule, old.kind, old.value,
-                                    (*old.columns, *t.columns), old.integer)
+                                    (*old.columns, *t.columns), old.integer, old.key)
         else:
             groups[key] = t
     return list(groups.values())
