@@ -373,17 +373,28 @@ class RunScores:
         return [{"pair": r[self.key], "column": r.score, "value": r.value, "outcome": r.outcome,
                  "rows": r["count"]} for r in top.orderBy(self.key, "score", "n").collect()]
 
-    def rejected_samples(self, shown: list[str]) -> list[dict[str, Any]]:
+    def rejected_samples(self, shown: list[str], table: DataFrame | None = None
+                         ) -> list[dict[str, Any]]:
         """SAMPLES rejected pairs per rule, picked by a hash of the row id (the same every
         time), with the scores in `shown`. A row_number <= k filter is planned as a window
-        group limit (Spark 3.5+): each task keeps its top k per rule before the shuffle."""
+        group limit (Spark 3.5+): each task keeps its top k per rule before the shuffle. A
+        duplicate comes with the row it duplicates (`dup`: where and text), looked up in
+        `table` (the whole table: a refresh's survivor may be an earlier run's row)."""
         pick = Window.partitionBy(self.key, "reject_rule").orderBy(F.xxhash64("row_id"))
-        rows = (self.df.where(F.col("outcome") == "rejected")
-                .withColumn("n", F.row_number().over(pick)).where(F.col("n") <= SAMPLES)
-                .select(self.key, "corpus", "line", "reject_stage", "reject_rule", "dup_of",
-                        *self._text_columns(), *shown)
-                .orderBy(self.key, "reject_rule", "n").collect())
-        return [r.asDict() for r in rows]
+        rows = [r.asDict() for r in (
+            self.df.where(F.col("outcome") == "rejected")
+            .withColumn("n", F.row_number().over(pick)).where(F.col("n") <= SAMPLES)
+            .select(self.key, "corpus", "line", "reject_stage", "reject_rule", "dup_of",
+                    *self._text_columns(), *shown)
+            .orderBy(self.key, "reject_rule", "n").collect())]
+        survivors = sorted({r["dup_of"] for r in rows if r.get("dup_of") is not None})
+        if survivors:
+            found = {s.row_id: s.asDict() for s in (table if table is not None else self.df)
+                     .where(F.col("row_id").isin(survivors))
+                     .select("row_id", "corpus", "line", *self._text_columns()).collect()}
+            for r in rows:
+                r["dup"] = found.get(r.get("dup_of"))
+        return rows
 
     def near_samples(self, pair: str, thresholds: dict[str, Threshold]) -> list[dict[str, Any]]:
         """SAMPLES kept pairs per score nearest its threshold (one Spark job for all)."""
@@ -479,5 +490,5 @@ def collect_report(spark: SparkSession, lake: Lake, run: Run) -> ReportData:
     numeric, text = scores.columns()
     shown = numeric + text
     return ReportData(run, funnel, history, in_lake, score_stats, scores.text_scores(),
-                      what_ifs, scores.rejected_samples(shown) if in_lake else [], near, notes,
-                      lake.root)
+                      what_ifs, scores.rejected_samples(shown, decided) if in_lake else [], near,
+                      notes, lake.root)

@@ -281,6 +281,16 @@ def pair_cells(row: dict[str, Any]) -> list[str]:
             f'<td class="pair-text">{esc(row["tgt"])}</td>']
 
 
+def duplicated(row: dict[str, Any]) -> str:
+    """What a duplicate duplicates: the surviving row's place and text (its id where the row
+    is gone from the lake)."""
+    dup = row.get("dup")
+    if not dup:
+        return f"duplicate of row {row['dup_of']} (no longer in the lake)"
+    text = dup.get("text") or " ||| ".join(x for x in (dup.get("src"), dup.get("tgt")) if x)
+    return f"duplicate of {dup['corpus']}:{dup['line']}: {text}"
+
+
 def samples_section(d: ReportData) -> str:
     mono = bool(d.run.config.get("lang"))
     text_headers = ["text"] if mono else ["source", "target"]
@@ -296,7 +306,7 @@ def samples_section(d: ReportData) -> str:
         for r in rows:
             scores = ", ".join(f"{c}={number(r[c])}" for c in columns)
             if r.get("dup_of") is not None:
-                scores = f"dup_of={r['dup_of']}"
+                scores = duplicated(r)
             cells.append([td(f"{r[key]} {r['corpus']}:{r['line']}"), *pair_cells(r),
                           td(scores)])
         out.append(f"<h4>{esc(rule)} ({esc(rows[0]['reject_stage'])})</h4>"

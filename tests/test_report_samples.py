@@ -1,0 +1,27 @@
+"""The report's rejected samples (jobs/reporting/data.py, page.py): a duplicate shows the row it
+duplicates, its place and text, even where that row is an earlier run's (lake-wide dedup)."""
+
+from __future__ import annotations
+
+from jobs.reporting.data import RunScores
+from jobs.reporting.page import duplicated
+
+COLUMNS = "pair string, corpus string, line long, row_id long, src string, tgt string, " \
+          "outcome string, reject_stage string, reject_rule string, dup_of long, run_id string"
+
+
+def test_a_duplicate_sample_shows_the_text_it_duplicates(spark) -> None:
+    table = spark.createDataFrame([
+        # an earlier run's row, the survivor of a later run's duplicate
+        ("zh-en", "crawl", 7, 101, "你好。", "Hello.", "clean", None, None, None, "r1"),
+        ("zh-en", "crawl", 1, 201, "谢谢！", "Thanks!", "clean", None, None, None, "r2"),
+        ("zh-en", "crawl", 2, 202, "谢谢", "thanks", "rejected", "dedup", "duplicate", 201, "r2"),
+        ("zh-en", "crawl", 3, 203, "你好", "hello", "rejected", "dedup", "duplicate", 101, "r2"),
+        ("zh-en", "crawl", 4, 204, "再见", "bye", "rejected", "dedup", "duplicate", 999, "r2"),
+    ], COLUMNS)
+    run = table.where("run_id = 'r2'")
+    rows = RunScores(run, "pair", None, [], None).rejected_samples([], table)
+    shown = {r["line"]: duplicated(r) for r in rows}
+    assert shown == {2: "duplicate of crawl:1: 谢谢！ ||| Thanks!",
+                     3: "duplicate of crawl:7: 你好。 ||| Hello.",
+                     4: "duplicate of row 999 (no longer in the lake)"}
