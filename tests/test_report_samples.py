@@ -25,3 +25,12 @@ def test_a_duplicate_sample_shows_the_text_it_duplicates(spark) -> None:
     assert shown == {2: "duplicate of crawl:1: 谢谢！ ||| Thanks!",
                      3: "duplicate of crawl:7: 你好。 ||| Hello.",
                      4: "duplicate of row 999 (no longer in the lake)"}
+
+
+def test_a_one_run_history_is_labelled_by_the_runs_start() -> None:
+    from jobs.reporting.page import history_chart
+
+    spec = history_chart([{"run_id": "a", "corpus": "c", "started_at": "2026-11-26 02:02:51.9",
+                           "rows_in": 10, "kept": 9, "kept_share": 0.9}])
+    assert spec["encoding"]["x"]["type"] == "ordinal"  # not a time axis ticking in ms
+    assert [v["run"] for v in spec["data"]["values"]] == ["2026-11-26 02:02:51"]

@@ -125,8 +125,11 @@ def funnel_chart(steps: list[dict[str, Any]], kept: int) -> dict[str, Any]:
 
 
 def history_chart(history: list[dict[str, Any]]) -> dict[str, Any]:
-    return alt.Chart(data(history)).mark_line(point=True).encode(
-        x=alt.X("started_at:T", title="run started"),
+    # One point per run, labelled by its start to the second: an ordinal axis (a time axis
+    # over one run's single instant labelled its ticks in milliseconds, ".911").
+    runs = [{**h, "run": h["started_at"][:19]} for h in history]
+    return alt.Chart(data(runs)).mark_line(point=True).encode(
+        x=alt.X("run:O", title="run started", sort=None, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("kept_share:Q", title="kept share", axis=alt.Axis(format="%")),
         color=alt.Color("corpus:N"),
         tooltip=["run_id:N", "corpus:N", "rows_in:Q", "kept:Q",
