@@ -1,10 +1,11 @@
-"""The report's rejected samples (jobs/reporting/data.py, page.py): a duplicate shows the row it
-duplicates, its place and text, even where that row is an earlier run's (lake-wide dedup)."""
+"""The report's samples and charts (jobs/reporting/data.py, page.py): a duplicate shows the row
+it duplicates, its place and text, even where that row is an earlier run's (lake-wide dedup);
+the history labels each run by its start."""
 
 from __future__ import annotations
 
 from jobs.reporting.data import RunScores
-from jobs.reporting.page import duplicated
+from jobs.reporting.page import duplicated, history_chart
 
 COLUMNS = "pair string, corpus string, line long, row_id long, src string, tgt string, " \
           "outcome string, reject_stage string, reject_rule string, dup_of long, run_id string"
@@ -28,8 +29,6 @@ def test_a_duplicate_sample_shows_the_text_it_duplicates(spark) -> None:
 
 
 def test_a_one_run_history_is_labelled_by_the_runs_start() -> None:
-    from jobs.reporting.page import history_chart
-
     spec = history_chart([{"run_id": "a", "corpus": "c", "started_at": "2026-11-26 02:02:51.9",
                            "rows_in": 10, "kept": 9, "kept_share": 0.9}])
     assert spec["encoding"]["x"]["type"] == "ordinal"  # not a time axis ticking in ms
