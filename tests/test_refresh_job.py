@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from integration_helpers import BIN, REPO, alongside, query_lake, spark_env
+from integration_helpers import BIN, REPO, alongside, query_lake, spark_env, spark_submit
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -170,6 +170,14 @@ def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
     assert "rolled forward the interrupted commit" in again and "up to date" in again
     r3 = run_ids(lake)[-1]
     assert stats(lake, r3) == Counter({"crawl:web": len(b_lines)})  # only the new file
+    # Its report: what was new, per file, and each duplicate with the row it duplicates (a.tsv's,
+    # committed by the first refresh, or b.tsv's own).
+    page = tmp_path / "r3.html"
+    ok(spark_submit("--lake", str(lake), "--run-id", r3, "--out", str(page), job="report"))
+    report = page.read_text(encoding="utf-8")
+    assert f"Refresh run {r3}" in report and 'class="files"' in report
+    assert "/b.tsv</td><td>new" in report  # the file, and why it was read
+    assert "duplicate of crawl:web:" in report
     rows = bitext(lake)
     assert len(rows) == 1000 + len(b_lines)
     new = {r[3]: r for r in rows.values() if r[2].endswith("b.tsv")}

@@ -63,8 +63,10 @@ class Run:
 
     def filter_config(self) -> FilterConfig | None:
         """The resolved config as the filter read it; None if this version cannot read it."""
+        # A refresh's config is a filter config plus its `sources` and `refresh` sections.
+        own = {k: v for k, v in self.config.items() if k in FilterConfig.model_fields}
         try:
-            return FilterConfig.model_validate(stored_filter_config(self.config))
+            return FilterConfig.model_validate(stored_filter_config(own))
         except ValueError:
             return None
 
@@ -116,7 +118,9 @@ def table(spark: SparkSession, lake: Lake, name: str) -> DataFrame | None:
     return spark.table(qualified)
 
 
-FILTER_JOBS = ("filter", "redecide")
+# Runs whose rows are in bitext/mono and filter_stats: a re-decide (new thresholds) and a
+# refresh (a filter run over the new files of its sources) are filter runs too.
+FILTER_JOBS = ("filter", "redecide", "refresh")
 
 
 def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | None,
@@ -132,7 +136,8 @@ def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | No
         if not rows:
             raise ConfigError(f"unknown run id {run_id} in the lake at {lake.root}")
         if rows[0].job not in FILTER_JOBS:
-            raise ConfigError(f"run {run_id} is a {rows[0].job} run: the report is of filter runs")
+            raise ConfigError(f"run {run_id} is a {rows[0].job} run: the report is of filter, "
+                              "re-decide and refresh runs")
         return to_run(rows[0])
     candidates = runs.where(F.col("job").isin(*FILTER_JOBS) & (F.col("status") == "succeeded"))
     stats = table(spark, lake, "filter_stats")

@@ -24,6 +24,7 @@ from jobs.reporting.data import (
     REJECTED_HERE,
     TOP_VALUES,
     ReportData,
+    Run,
     ScoreStats,
     WhatIf,
 )
@@ -170,8 +171,25 @@ def header(d: ReportData) -> str:
     if r.error:
         rows.append(("error", r.error))
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in d.notes)
-    return (f"<h1>Filter run {esc(r.run_id)}</h1>{NAV}"
-            + table_html(["", ""], [[f"<th>{esc(k)}</th>", td(v)] for k, v in rows]) + notes)
+    title = RUN_TITLES.get(r.job, f"{r.job} run")
+    return (f"<h1>{esc(title)} {esc(r.run_id)}</h1>{NAV}"
+            + table_html(["", ""], [[f"<th>{esc(k)}</th>", td(v)] for k, v in rows]) + notes
+            + files_section(r))
+
+
+RUN_TITLES = {"filter": "Filter run", "redecide": "Re-decided run", "refresh": "Refresh run"}
+
+
+def files_section(r: Run) -> str:
+    """A refresh's files: what was new or changed (and why), dropped or quarantined."""
+    if r.job != "refresh":
+        return ""
+    rows = [[td(i.get("corpus", "")), td(" ".join(i.get("paths", []))),
+             td(i.get("why", ""))] for i in r.inputs]
+    if not rows:
+        return "<p>Nothing new: no file was added, changed or dropped.</p>"
+    return ("<h2 id=\"files\">What was new, per file</h2>"
+            + table_html(["corpus", "file", "why"], rows, ' class="files"'))
 
 
 def funnel_section(d: ReportData, specs: dict[str, dict]) -> str:
