@@ -4,8 +4,8 @@ the history labels each run by its start."""
 
 from __future__ import annotations
 
-from jobs.reporting.data import RunScores
-from jobs.reporting.page import duplicated, history_chart
+from jobs.reporting.data import KEPT, REJECTED_HERE, RunScores, ScoreStats
+from jobs.reporting.page import duplicated, histogram_chart, history_chart
 
 COLUMNS = "pair string, corpus string, line long, row_id long, src string, tgt string, " \
           "outcome string, reject_stage string, reject_rule string, dup_of long, run_id string"
@@ -33,3 +33,17 @@ def test_a_one_run_history_is_labelled_by_the_runs_start() -> None:
                            "rows_in": 10, "kept": 9, "kept_share": 0.9}])
     assert spec["encoding"]["x"]["type"] == "ordinal"  # not a time axis ticking in ms
     assert [v["run"] for v in spec["data"]["values"]] == ["2026-11-26 02:02:51"]
+
+
+def test_a_flag_gets_a_bar_per_value_and_the_rejected_a_panel_of_their_own() -> None:
+    flag = ScoreStats("zh-en", "bracket_mismatch", "unbalanced_brackets", None, True, [
+        {"bin_start": 0, "bin_end": 1, "group": KEPT, "rows": 1480},
+        {"bin_start": 1, "bin_end": 2, "group": REJECTED_HERE, "rows": 3}])
+    spec = histogram_chart(flag)
+    top, below = spec["vconcat"]
+    assert top["encoding"]["x"]["type"] == "ordinal"  # 0 and 1, not one wide binned bar
+    assert [v["value"] for v in below["data"]["values"]] == [1]  # the 3 rejected, alone
+    share = ScoreStats("zh-en", "punct_share", "punct_share", None, False, [
+        {"bin_start": 0.0, "bin_end": 0.05, "group": KEPT, "rows": 900}])
+    (only,) = histogram_chart(share)["vconcat"]  # nothing rejected: one panel
+    assert only["encoding"]["x"]["bin"] == "binned"

@@ -138,24 +138,47 @@ def history_chart(history: list[dict[str, Any]]) -> dict[str, Any]:
     ).properties(width=CHART_WIDTH, height=160).to_dict()
 
 
+def is_discrete(s: ScoreStats) -> bool:
+    """A score of a few whole values (a flag, a count): one bin per value."""
+    return bool(s.bins) and all(b["bin_end"] - b["bin_start"] == 1
+                                and float(b["bin_start"]).is_integer() for b in s.bins)
+
+
 def histogram_chart(s: ScoreStats) -> dict[str, Any]:
+    """The score's rows by value, split into kept / rejected here / rejected elsewhere, with
+    its threshold; below, the rejected rows alone, whose slivers a linear axis over all rows
+    hides. A flag or a count gets a bar per value (a binned axis drew it as one wide bar)."""
     groups = [KEPT, REJECTED_HERE, REJECTED_ELSEWHERE]
-    bars = alt.Chart(data(s.bins)).mark_bar().encode(
-        x=alt.X("bin_start:Q", bin="binned", title=s.column),
-        x2="bin_end:Q",
-        y=alt.Y("sum(rows):Q", stack="zero", title="rows"),
-        color=alt.Color("group:N", scale=alt.Scale(domain=groups,
-                                                   range=[GROUP_COLORS[g] for g in groups]),
-                        legend=alt.Legend(orient="top", title=None)),
-        tooltip=["group:N", "bin_start:Q", "bin_end:Q", "rows:Q"],
-    )
-    layers: list[alt.Chart] = [bars]
-    if s.threshold is not None:
+    color = alt.Color("group:N", scale=alt.Scale(domain=groups,
+                                                 range=[GROUP_COLORS[g] for g in groups]),
+                      legend=alt.Legend(orient="top", title=None))
+    discrete = is_discrete(s)
+    title = s.column + (f" ({s.threshold.label()})" if discrete and s.threshold else "")
+    rows = [{**b, "value": int(b["bin_start"])} for b in s.bins] if discrete else s.bins
+
+    def bars(values: list[dict[str, Any]], y_title: str) -> alt.Chart:
+        if discrete:
+            x: dict[str, Any] = {"x": alt.X("value:O", title=title, axis=alt.Axis(labelAngle=0))}
+            tip = ["group:N", "value:O", "rows:Q"]
+        else:
+            x = {"x": alt.X("bin_start:Q", bin="binned", title=title), "x2": "bin_end:Q"}
+            tip = ["group:N", "bin_start:Q", "bin_end:Q", "rows:Q"]
+        return alt.Chart(data(values)).mark_bar().encode(
+            **x, y=alt.Y("sum(rows):Q", stack="zero", title=y_title), color=color, tooltip=tip)
+
+    def with_threshold(chart: alt.Chart) -> alt.Chart | alt.LayerChart:
+        if s.threshold is None or discrete:  # a discrete score's threshold is in its title
+            return chart
         marks = [{"at": b, "label": s.threshold.label()} for b in s.threshold.bounds()]
-        layers.append(alt.Chart(data(marks)).mark_rule(color="black", strokeDash=[5, 3],
-                                                       strokeWidth=2)
-                      .encode(x="at:Q", tooltip=["label:N"]))
-    return alt.layer(*layers).properties(width=CHART_WIDTH - 60, height=150).to_dict()
+        rule = alt.Chart(data(marks)).mark_rule(color="black", strokeDash=[5, 3], strokeWidth=2)
+        return alt.layer(chart, rule.encode(x="at:Q", tooltip=["label:N"]))
+
+    panels = [with_threshold(bars(rows, "rows")).properties(width=CHART_WIDTH - 60, height=150)]
+    rejected = [r for r in rows if r["group"] != KEPT]
+    if rejected:
+        panels.append(with_threshold(bars(rejected, "rejected rows"))
+                      .properties(width=CHART_WIDTH - 60, height=70))
+    return alt.vconcat(*panels).to_dict()
 
 
 # --- Sections ------------------------------------------------------------------------------
