@@ -27,6 +27,20 @@ if "TieredStopAtLevel" not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
         [os.environ.get("SPARK_SUBMIT_OPTS", ""), JIT_OPTS]).strip()
 
 
+# The slowest modules first (worker-seconds in CI's --durations, most first): pytest-xdist
+# hands modules to its workers in collection order (--dist loadfile), so the long ones start
+# at once and the many short ones fill in at the end instead of one worker finishing alone.
+SLOW_FIRST = ("test_shared_metastore.py", "test_translate_job.py", "test_redecide.py",
+              "test_refresh_job.py", "test_cluster.py", "test_lake_readers.py",
+              "test_refresh_property.py", "test_select_job.py", "test_readme_commands.py",
+              "test_filter_job.py", "test_report.py", "test_schedule_examples.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: others as found
+
+
 @pytest.fixture(scope="session")
 def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("lake")

@@ -3,20 +3,18 @@ one-core workers), checked against `local[2]` runs of the same input and config:
 run must really run there (the master's and workers' JSON status), honour spark-submit's
 `--conf`, and write the same rows and scores. The translate model travels with `--archives`.
 
-The local[2] runs are shared with other modules (conftest.py): the filter job's is
-test_determinism.py's first run (`scored_tatoeba`, in the test session's JVM), the translate
-job's is test_translate_job.py's run from flags (bt2, `translate_lake`).
+The filter job's local[2] run is shared with test_determinism.py (conftest.py's
+`scored_tatoeba`, in the test session's JVM). The translate job's cluster run is in
+test_translate_job.py, beside the local run it is compared with (one lake, built once).
 """
 
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
 from integration_helpers import (
-    BT_FLAGS_STREAM,
     JIT_OPTS,
     alongside,
     query_lake,
@@ -136,32 +134,6 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
     ok(submit_to(cluster.url, "report", "--lake", str(remote), "--set", f"lake.database={db}",
                  "--run-id", "cluster-2", "--out", str(report), spark_args=EXECUTORS))
     assert "cluster-2" in report.read_text(encoding="utf-8")
-
-
-def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, translate_lake,
-                                                        tiny_multi_ct2: Path):
-    """translate_lake's local[2] run bt2 (from flags: zh-en beam, 80 rows of its mono_clean),
-    run again on the cluster, into the same lake, as run cluster-bt."""
-    lake = translate_lake["lake"]
-    archive = tmp_path / "model.tgz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(tiny_multi_ct2, arcname=".")
-    # The documented cluster form: the model shipped as an archive, named by its alias. The
-    # driver runs elsewhere (another working directory) to prove nothing is found by accident.
-    elsewhere = tmp_path / "driver"
-    elsewhere.mkdir()
-    ok(submit_to(cluster.url, "translate", "--model", "tiny-ct2", *BT_FLAGS_STREAM, "--lake",
-                 str(lake), "--run-id", "cluster-bt",
-                 spark_args=(*EXECUTORS, "--archives", f"{archive}#tiny-ct2"), cwd=elsewhere))
-
-    cols = "source_row_id, src, tgt, hypothesis, score, model"
-    rows = query_lake(lake, {
-        "record": RUN.format(db="sluice", run="cluster-bt"),
-        **{r: f"SELECT {cols} FROM sluice.synthetic WHERE run_id = '{r}' ORDER BY source_row_id"
-           for r in ("bt2", "cluster-bt")}})
-    assert run_record(rows["record"])["master"] == cluster.url
-    assert len(rows["bt2"]) > 40
-    assert rows["cluster-bt"] == rows["bt2"]
 
 
 def test_a_model_that_is_nowhere_fails_fast_on_the_driver(cluster, tmp_path):

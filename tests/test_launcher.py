@@ -22,7 +22,15 @@ def test_options_before_the_job_go_to_spark_submit() -> None:
 
 def test_every_job_has_its_entry_script() -> None:
     for name, (script, _) in JOBS.items():
-        assert (JOBS_DIR / script).is_file(), name
+        if name != "sql":  # the spark-sql shell, not a script
+            assert (JOBS_DIR / script).is_file(), name
+
+
+def test_sql_is_the_spark_sql_shell_printing_column_names() -> None:
+    cmd, env = command(["sql", "-e", "SELECT 1"])
+    assert cmd[0].endswith("/bin/spark-sql") and Path(cmd[0]).is_file()
+    assert cmd[1:] == ["--conf", "spark.sql.cli.print.header=true", "-e", "SELECT 1"]
+    assert Path(env["SPARK_CONF_DIR"], "spark-defaults.conf").is_file()
 
 
 def test_the_command_is_spark_submit_of_the_entry_script() -> None:

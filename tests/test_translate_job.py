@@ -6,14 +6,17 @@ the filter job."""
 from __future__ import annotations
 
 import json
+import tarfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
 from integration_helpers import BT_BAD_LINES as BAD_LINES
+from integration_helpers import BT_FLAGS_STREAM, JIT_OPTS, query_lake, spark_env, submit_to
 from integration_helpers import BT_MAX_IN as MAX_IN
 from integration_helpers import BT_MAX_OUT as MAX_OUT
 from integration_helpers import BT_STREAMS as STREAMS
+from standalone_cluster import standalone_cluster
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -179,3 +182,45 @@ def test_the_target_tag_picks_the_output_language(lake: dict) -> None:
     english = [r["hypothesis"] for r in synth["ft-beam"].values()]
     chinese = [r["hypothesis"] for r in synth["bt-noised"].values()]
     assert han_share(english) < 0.05 and han_share(chinese) > 0.5
+
+
+# -- The same run on a real standalone cluster (pyspark's sbin scripts, loopback only) -------
+# Here rather than in test_cluster.py: it is compared with this module's local run bt2, whose
+# lake is built once per worker process.
+EXECUTORS = ("--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
+             "--executor-memory", "1g", "--conf", "spark.sql.shuffle.partitions=5",
+             "--conf", f"spark.executor.extraJavaOptions={JIT_OPTS}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with standalone_cluster(tmp_path_factory.mktemp("cluster"), spark_env()) as running:
+        yield running
+
+
+def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, lake: dict,
+                                                        tiny_multi_ct2: Path):
+    """translate_lake's local[2] run bt2 (from flags: zh-en beam, 80 rows of its mono_clean),
+    run again on the cluster, into the same lake, as run cluster-bt."""
+    root = lake["lake"]
+    archive = tmp_path / "model.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tiny_multi_ct2, arcname=".")
+    # The documented cluster form: the model shipped as an archive, named by its alias. The
+    # driver runs elsewhere (another working directory) to prove nothing is found by accident.
+    elsewhere = tmp_path / "driver"
+    elsewhere.mkdir()
+    done = submit_to(cluster.url, "translate", "--model", "tiny-ct2", *BT_FLAGS_STREAM, "--lake",
+                     str(root), "--run-id", "cluster-bt",
+                     spark_args=(*EXECUTORS, "--archives", f"{archive}#tiny-ct2"), cwd=elsewhere)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    cols = "source_row_id, src, tgt, hypothesis, score, model"
+    rows = query_lake(root, {
+        "record": "SELECT spark, status FROM sluice.runs WHERE run_id = 'cluster-bt'",
+        **{r: f"SELECT {cols} FROM sluice.synthetic WHERE run_id = '{r}' ORDER BY source_row_id"
+           for r in ("bt2", "cluster-bt")}})
+    ((spark, status),) = rows["record"]
+    assert status == "succeeded" and json.loads(spark)["master"] == cluster.url
+    assert len(rows["bt2"]) > 40
+    assert rows["cluster-bt"] == rows["bt2"]
