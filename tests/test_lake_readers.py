@@ -172,6 +172,14 @@ def test_a_commit_killed_midway_shows_all_old_or_all_new(lake, data_dir: Path, s
     old = (before["bitext_clean"][corpus], before["bitext_rejected"][corpus])
     got = (now["bitext_clean"][corpus], now["bitext_rejected"][corpus])
     assert got == old or sum(got) == 25, (step, old, got)  # never a mix
+    # A scheduler's retry of the killed command (same --run-id): the run's own interrupted
+    # commit is rolled forward before the retry writes into its run directory, and the retry
+    # then has nothing to do.
+    retry = filter_corpus(lake["lake"], corpus, newer, f"killed-{step.replace(' ', '-')}")
+    assert retry.returncode == 0, retry.stderr[-3000:]
+    assert "nothing to do (a retry)" in retry.stdout + retry.stderr
+    retried = plain_counts(lake["lake"])
+    assert retried["bitext_clean"][corpus] + retried["bitext_rejected"][corpus] == 25
     # The next job rolls the commit forward, marks the dead run failed, and readers agree.
     again = spark_submit("--pair", "zh-en", "--corpus", "新闻", "--input",
                          str(lake["first"]["新闻"]), "--lake", str(lake["lake"]))

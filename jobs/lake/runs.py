@@ -223,6 +223,11 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
 
     with run_lease(lake.root, run_id):  # while it is held, no other job takes the run for dead
         lake.when_ready(register)  # beside the work while a lake opened `beside` opens
+        if lake.exists(lake.journal_path(run_id)):
+            # This id's own commit was cut short (a scheduler retrying with a fixed --run-id):
+            # its staged units are rolled forward beside, out of the run directory this attempt
+            # would write into. Wait for that first (then a retry of it does nothing).
+            lake.ready()
         try:
             own = {"run_id": run_id}
             flips = sorted(execute(), key=lambda flip: flip.partition == own)  # stable: data first
