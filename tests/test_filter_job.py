@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -156,6 +157,21 @@ def test_printed_query_command_pastes_into_a_shell(job) -> None:
     rules = {row.split("\t")[4] for row in done.stdout.splitlines() if "\t" in row}
     assert {"duplicate", "url_email_html"} <= rules, done.stdout[-2000:]
     assert not (job["lake"] / "metastore_db" / "metastore_db").exists()
+
+
+def test_printed_duckdb_query_answers_what_spark_sql_does(job) -> None:
+    """The job's second query line (`sluice query`: duckdb over tables/, no JVM), pasted into a
+    bare shell, answers the same rows as the catalog's."""
+    (line,) = [x for x in job["stdout"].splitlines() if "] query without Spark" in x]
+    command = line.split("): ", 1)[1]
+    bare = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["bash", "-c", command.replace("SELECT *", "SELECT count(*) AS n, "
+                           "sum(rows_rejected) AS r")], cwd="/", env=bare, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [[n, rejected]] = query_lake(job["lake"], {"q": "SELECT count(*), sum(rows_rejected) FROM "
+                                               "sluice.filter_stats WHERE run_id = 'it-1'"})["q"]
+    assert n > 0 and re.search(rf"│\s+{n}\s+│\s+{rejected}\s+│", done.stdout), done.stdout
 
 
 def test_progress_names_each_stage(job) -> None:

@@ -4,6 +4,7 @@ SPARK_HOME), at the checkout's root."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,6 +24,16 @@ def readme_block(heading: str) -> list[str]:
     return [line for line in block[:block.index("```")].splitlines() if line.strip()]
 
 
+def result_rows(printed: str) -> list[tuple[str, ...]]:
+    """(corpus, rule, count) rows of duckdb's box table or spark-sql's tab-separated lines."""
+    rows = []
+    for line in printed.splitlines():
+        cells = tuple(c.strip() for c in re.split(r"[│\t]", line.strip(" │")))
+        if len(cells) == 3 and cells[2].isdigit():
+            rows.append(cells)
+    return rows
+
+
 def test_running_the_filter_job_as_printed() -> None:
     lines = readme_block("## Running the filter job")
     assert len(lines) == 3 and all("--lake /tmp/sluice-examples" in line for line in lines)
@@ -37,6 +48,17 @@ def test_running_the_filter_job_as_printed() -> None:
         assert corpora == {"anki", "tatoeba"}
         runs = ds.dataset("/tmp/sluice-examples/tables/runs", partitioning="hive")
         assert runs.count_rows() == 3
+        # "Querying the stats": both lines, as printed, on this lake; the same answer
+        queries = readme_block("### Querying the stats")
+        assert [q.split()[:2] for q in queries] == [[".venv/bin/sluice", "query"],
+                                                    [".venv/bin/sluice", "sql"]]
+        answers = []
+        for line in queries:
+            done = subprocess.run(line, shell=True, cwd=REPO, capture_output=True, text=True,
+                                  env=dict(BARE_SHELL, LAKE="/tmp/sluice-examples"), timeout=300)
+            assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
+            answers.append(sorted(result_rows(done.stdout)))
+        assert len(answers[0]) >= 3 and answers[0] == answers[1]
     finally:
         shutil.rmtree("/tmp/sluice-examples", ignore_errors=True)
 

@@ -4,6 +4,7 @@
     sluice filter --config conf/zh-en.yaml    # = spark-submit jobs/filter.py --config ...
     sluice --master spark://host:7077 --conf spark.executor.memory=4g select --config ...
     sluice sql --conf ... -e "SELECT ..."     # = spark-sql, printing column names
+    sluice query --lake L "SELECT ..."        # the same SQL over tables/ with duckdb, no JVM
 
 Options before the job's name go to spark-submit, the rest to the job. The launcher finds
 spark-submit in the installed pyspark (SPARK_HOME unless already set), Spark's settings in conf/
@@ -33,6 +34,7 @@ JOBS: dict[str, tuple[str, str]] = {
     "align-reference": ("align_reference.py", "train a reference word aligner on trusted pairs"),
     "lake-gc": ("lake_gc.py", "delete lake files no table points at any more"),
     "sql": ("", "a spark-sql shell on the lake's catalog (each job prints its own)"),
+    "query": ("", "one SQL query over a local lake's Parquet files with duckdb (no JVM)"),
 }
 # `sluice sql` prints each result's column names (spark-sql prints none by default).
 SQL_CONF = ("--conf", "spark.sql.cli.print.header=true")
@@ -78,6 +80,8 @@ def command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
     bin_dir = Path(spark_home) / "bin"
+    if job == "query":  # no Spark: this interpreter runs it
+        return [sys.executable, "-m", "jobs.lake.plain_query", *args], env
     if job == "sql":
         return [str(bin_dir / "spark-sql"), *SQL_CONF, *spark, *args], env
     script = str(JOBS_DIR / JOBS[job or ""][0])

@@ -21,6 +21,8 @@ from jobs.kit.config import check_run_id
 from jobs.lake.lock import BUSY_EXIT, LakeBusy, run_alive, run_lease
 from jobs.lake.metastore import metastore_conf, metastore_failure
 from jobs.kit.progress import log
+from jobs.kit.launcher import sluice_path
+from jobs.lake import plain_query
 from jobs.lake.session import build_session, spark_sql_command
 from udfs.paths import is_local_path, local_path
 
@@ -248,6 +250,9 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
     log(f"committed run {run_id} to {lake.root} (database `{lake.database}`)")
     gc(lake)  # its staged leftovers and the data it superseded
     log(f"query: {spark_sql_command(cfg.lake.root, query, cfg.lake.metastore)}")
+    if without_spark := plain_query.command(cfg.lake.root, query, cfg.lake.database,
+                                            sluice_path()):
+        log(f"query without Spark (duckdb, no JVM): {without_spark}")
 
 
 class AlreadyCommitted(Exception):
