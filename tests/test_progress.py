@@ -4,6 +4,7 @@ are logged (jobs/kit/progress.py)."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 from pyspark.sql import functions as F
@@ -13,13 +14,14 @@ from jobs.kit.progress import LOGGER, running_tasks, setup_logging, stage
 
 
 def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:
-    slow = F.udf(lambda x: time.sleep(0.3) or x, LongType())
+    slow = F.udf(lambda x: time.sleep(0.002) or x, LongType())
     setup_logging()
     LOGGER.propagate = True  # let caplog see the `sluice` logger
     try:
         with (caplog.at_level(logging.INFO, logger="sluice"),
               stage(spark, "test", "slow zh-en/news", heartbeat_s=0.5)):
-            spark.range(0, 8, numPartitions=4).select(slow("id")).collect()
+            # 4,000 rows through a shuffle, then 4 tasks of ~2 s: beats while rows are read
+            spark.range(0, 4000, numPartitions=4).repartition(4).select(slow("id")).collect()
     finally:
         LOGGER.propagate = False
     lines = [r.getMessage() for r in caplog.records]
@@ -27,6 +29,8 @@ def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:
     beats = [x for x in lines if "tasks" in x]
     assert beats and all(x.startswith("slow zh-en/news: ") for x in beats), lines
     assert any("/4 tasks" in x for x in beats), beats
+    read = [int(n.replace(",", "")) for x in beats for n in re.findall(r"([\d,]+) rows read", x)]
+    assert read and all(0 < n <= 4000 for n in read), beats  # Spark's own count, as tasks end
     assert lines[-1].startswith("slow zh-en/news: done in ")
     assert spark.sparkContext.getLocalProperty("spark.job.description") is None
     # Spark's progress bar is for terminals only; tests and logs do not get it.
