@@ -6,6 +6,7 @@ file and a missing input path are one line, and `--format table` reads a view.""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,12 @@ def test_a_missing_input_path_is_said_before_spark_reads(spark, tmp_path: Path) 
                 InputConf(corpus="c", paths=[str(tmp_path / "x.parquet")])):
         with pytest.raises(InputError, match=" no such file or directory$"):
             read_input(spark, inp, "zh-en", 100_000)
+    # One rule for relative paths (README "Configuration"): the job's working directory.
+    relative = InputConf(corpus="c", paths=["no/such/dir/c.tsv"])
+    with pytest.raises(InputError, match=re.escape(
+            f"no/such/dir/c.tsv: no such file or directory (a relative path is read from the "
+            f"working directory, {os.getcwd()})")):
+        read_input(spark, relative, "zh-en", 100_000)
     done = spark_submit("--pair", "zh-en", "--corpus", "c", "--input", str(missing),
                         "--lake", str(tmp_path / "lake"))
     assert one_error_line(done) == f"sluice: error: {missing}: no such file or directory"

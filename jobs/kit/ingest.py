@@ -157,6 +157,14 @@ def check_text_files(
 GLOB_CHARS = "*?[{"  # Hadoop's glob syntax
 
 
+def relative_hint(path: str) -> str:
+    """Where a relative path was looked for: every path in a config or a flag is relative to
+    the working directory the job starts in (only `extends` is relative to its config file)."""
+    if "://" in path or os.path.isabs(path):
+        return ""
+    return f" (a relative path is read from the working directory, {os.getcwd()})"
+
+
 def input_files(
     spark: SparkSession, path: str, follow_symlinks: bool
 ) -> tuple[Any, list[Any], list[str]] | None:
@@ -172,7 +180,7 @@ def input_files(
     except Exception:  # a bad path or scheme
         return None
     if not statuses:  # None: no such path; empty: a glob that matches nothing
-        raise InputError(f"{path}: no such file or directory")
+        raise InputError(f"{path}: no such file or directory{relative_hint(path)}")
     skipped: list[str] = []
     files = list(matched_files(fs, path, statuses, follow_symlinks, skipped))
     if skipped and not files:
