@@ -1,7 +1,9 @@
 """docker/ checked without Docker: the image's Python extras cover every third-party import of
 jobs/, udfs/ and training/; its S3A connector matches the Hadoop that the tested pyspark bundles;
 the entrypoint has its three roles; compose.yaml is a master, two workers and a driver sharing
-one lake volume.
+one lake volume; the Dockerfile's stages: the last (the image) runs as a non-root user who owns
+what it writes, installs no compiler or -dev package, takes KenLM's programs from the build
+stage, and the TORCH build argument picks the torch wheel's index.
 
 Imports are mapped to distributions by this interpreter's installed packages
 (importlib.metadata.packages_distributions), so run it in the project's venv.
@@ -14,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -309,3 +312,238 @@ def test_compose_shares_one_metastore_service_on_postgresql() -> None:
     assert driver["depends_on"]["metastore"]["condition"] == "service_healthy"
     args = driver["command"]
     assert args[args.index("--set") + 1] == "lake.metastore=thrift://metastore:9083"
+
+
+# --- The Dockerfile's stages: a build stage with the tools, a slim last stage (the image). ---
+
+
+def stages(dockerfile: str) -> list[tuple[str, list[str]]]:
+    """(name, instructions) per stage, in order: the name is the FROM's `AS` (else its index);
+    the instructions are the logical lines after the FROM. What comes before the first FROM
+    (global ARGs) is left out."""
+    found: list[tuple[str, list[str]]] = []
+    for line in logical_lines(dockerfile):
+        match = re.fullmatch(r"FROM\s+(?:--\S+\s+)*\S+(?:\s+AS\s+(\S+))?\s*", line, re.I)
+        if match:
+            found.append((match.group(1) or str(len(found)), []))
+        elif found:
+            found[-1][1].append(line)
+    return found
+
+
+def stage_args(lines: list[str]) -> dict[str, str]:
+    return dict(m.groups() for line in lines if (m := re.fullmatch(r"ARG (\w+)=(\S*)", line)))
+
+
+def stage_env(lines: list[str]) -> dict[str, str]:
+    """The stage's ENV settings (KEY=VALUE form), the last one of each key winning."""
+    env: dict[str, str] = {}
+    for line in lines:
+        if line.startswith("ENV "):
+            env.update(word.split("=", 1) for word in shlex.split(line[4:]) if "=" in word)
+    return env
+
+
+def shell_commands(lines: list[str]) -> list[list[str]]:
+    """The stage's RUN instructions as simple commands (split at && and ;), shell words each."""
+    commands: list[list[str]] = []
+    for line in lines:
+        if line.startswith("RUN "):
+            lexer = shlex.shlex(line[4:], posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            words: list[str] = []
+            for token in [*lexer, ";"]:
+                if token in (";", "&&", "||", "|", "&"):
+                    commands += [words] if words else []
+                    words = []
+                else:
+                    words.append(token)
+    return commands
+
+
+def apt_installed(lines: list[str]) -> set[str]:
+    """The packages the stage's RUN instructions apt-get install, its ARG defaults filled in."""
+    args = stage_args(lines)
+    packages = set()
+    for line in lines:
+        if line.startswith("RUN "):
+            for match in re.finditer(r"\bapt(?:-get)?\s+install\s+([^&|;]*)", line):
+                for word in match.group(1).split():
+                    if not word.startswith("-"):
+                        packages.add(re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m[1], ""), word))
+    return packages
+
+
+# Compilers, build systems, headers: what the build stage has and the image must not.
+BUILD_TOOL = re.compile(
+    r"(?:.+-dev|g\+\+|gcc|cpp|c\+\+|clang|cmake|make|ninja-build|build-essential|gfortran"
+    r"|autoconf|automake|libtool|pkg-config|pkgconf)(?:-[\d.]+)?"
+)
+
+
+def build_tools(lines: list[str]) -> set[str]:
+    return {package for package in apt_installed(lines) if BUILD_TOOL.fullmatch(package)}
+
+
+def image_user(lines: list[str]) -> tuple[str, str]:
+    users = [line.split(None, 1)[1].strip() for line in lines if line.startswith("USER ")]
+    assert users, "the image (the Dockerfile's last stage) sets no USER: it runs as root"
+    user, _, group = users[-1].partition(":")
+    return user, group
+
+
+def test_dockerfile_has_a_build_stage_and_a_slim_image() -> None:
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    found = stages(dockerfile)
+    assert len(found) >= 2, "expected a build stage and the image's stage"
+    *early, (_, image) = found
+    # The venv comes whole from a stage that pip-installs the project; the image runs no pip.
+    venv = [line for line in image if re.fullmatch(r"COPY --from=\S+ /opt/venv /opt/venv", line)]
+    assert venv, "the image does not copy /opt/venv from the build stage"
+    source = venv[0].split()[1].removeprefix("--from=")
+    builder = dict(early)[source]
+    assert any(re.search(r"""pip install .*["']?\.\[""", line) for line in builder)
+    assert not [line for line in image if line.startswith("RUN ") and "pip install" in line]
+    assert stage_env(image).get("PATH", "").startswith("/opt/venv/bin:")
+
+
+def test_image_runs_as_a_non_root_user() -> None:
+    *_, (_, image) = stages(DOCKERFILE.read_text(encoding="utf-8"))
+    user, group = image_user(image)
+    # Numeric: Kubernetes' runAsNonRoot can check only a numeric USER.
+    assert user.isdigit() and int(user) != 0, f"USER {user}: not a numeric non-root uid"
+    assert group not in ("0", "root")
+    # The uid has a passwd entry (Hadoop's login looks its name up; HOME for Ivy and caches).
+    useradd = [c for c in shell_commands(image) if c[0] == "useradd"]
+    assert useradd and useradd[-1][useradd[-1].index("--uid") + 1] == user
+    assert "--create-home" in useradd[-1]
+
+
+def owned_directories(lines: list[str], owners: set[str]) -> set[str]:
+    """Directories the stage makes (install -d) or chowns to one of owners (uid or name)."""
+    owned = set()
+    for command in shell_commands(lines):
+        if command[0] == "install" and "-d" in command:
+            options, dirs, words = {}, [], iter(command[1:])
+            for word in words:
+                if word in ("-o", "-g", "-m"):
+                    options[word] = next(words)
+                elif not word.startswith("-"):
+                    dirs.append(word)
+            if options.get("-o") in owners:
+                owned.update(dirs)
+        elif command[0] == "chown":
+            words = [word for word in command[1:] if not word.startswith("-")]
+            if words and words[0].split(":")[0] in owners:
+                owned.update(words[1:])
+    return {path.rstrip("/") for path in owned}
+
+
+def test_the_user_owns_what_it_writes() -> None:
+    """compose's named volumes (the lake) start out owned as the image's mount point is, and a
+    standalone worker writes into SPARK_WORKER_DIR (Spark's default is in the read-only venv):
+    the image's user owns both."""
+    *_, (_, image) = stages(DOCKERFILE.read_text(encoding="utf-8"))
+    user, _ = image_user(image)
+    useradd = next(c for c in reversed(shell_commands(image)) if c[0] == "useradd")
+    owned = owned_directories(image, {user, useradd[-1]})
+    compose = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    mounts = {
+        volume.split(":")[1]
+        for service in compose["services"].values()
+        if "build" in service  # the services that run this image
+        for volume in service.get("volumes", [])
+        if volume.split(":")[0] in compose.get("volumes", {})
+    }
+    assert "/lake" in mounts
+    assert mounts <= owned, f"volume mount points the image's user does not own: {mounts - owned}"
+    assert stage_env(image).get("SPARK_WORKER_DIR") in owned
+
+
+def test_image_installs_no_build_tools() -> None:
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    (_, build), *_, (_, image) = stages(dockerfile)
+    assert {"g++", "cmake", "libboost-thread-dev"} <= build_tools(build)  # the check sees them
+    assert not build_tools(image), f"the image apt-installs {sorted(build_tools(image))}"
+    # build_kenlm.sh apt-installs a compiler and Boost's -dev packages when they are missing.
+    assert not [line for line in image if "build_kenlm.sh" in line]
+    # The Boost runtime libraries lmplz links are there, in the -dev packages' version.
+    assert {"libboost-program-options1.74.0", "libboost-thread1.74.0"} <= apt_installed(image)
+    # And the check catches one that creeps back in.
+    widened = dockerfile.replace("procps tini", "procps tini g++ libboost-thread-dev")
+    assert widened != dockerfile
+    *_, (_, image) = stages(widened)
+    assert build_tools(image) == {"g++", "libboost-thread-dev"}
+
+
+def test_kenlm_programs_come_from_the_build_stage() -> None:
+    *early, (_, image) = stages(DOCKERFILE.read_text(encoding="utf-8"))
+    built = {  # stage -> where its build_kenlm.sh puts lmplz and build_binary
+        name: command[command.index(script) + 1].rstrip("/")
+        for name, lines in early
+        for command in shell_commands(lines)
+        for script in command
+        if script.endswith("build_kenlm.sh")
+    }
+    assert built, "no stage before the image runs scripts/build_kenlm.sh"
+    path = [*stage_env(image).get("PATH", "").split(":"), "/usr/local/bin", "/usr/bin"]
+    copied = set()
+    for line in image:
+        words = shlex.split(line) if line.startswith("COPY ") else []
+        source = next((w.removeprefix("--from=") for w in words if w.startswith("--from=")), None)
+        if source not in built:
+            continue
+        *sources, dest = [w for w in words[1:] if not w.startswith("--")]
+        for exe in ("lmplz", "build_binary"):
+            if f"{built[source]}/{exe}" in sources and dest.rstrip("/") in path:
+                copied.add(exe)
+    assert copied == {"lmplz", "build_binary"}, (
+        "the image does not COPY --from the build stage lmplz and build_binary onto its PATH"
+    )
+
+
+def torch_pin() -> str:
+    train = PYPROJECT["project"]["optional-dependencies"]["train"]
+    (pin,) = [r for r in train if re.split(r"[^\w.-]", r, maxsplit=1)[0] == "torch"]
+    return pin
+
+
+def test_torch_build_arg_selects_the_index(tmp_path: Path) -> None:
+    """ARG TORCH (cpu by default) is declared in the stage that installs torch, and the RUN
+    that installs it, run here with a pip that prints its arguments, takes the CPU wheel from
+    PyTorch's index, the CUDA one from PyPI, at pyproject's pin, and refuses anything else."""
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    for documented in (dockerfile, (DOCKER / "README.md").read_text(encoding="utf-8")):
+        assert "--build-arg TORCH=cuda" in documented
+    (name, lines), *_ = [
+        (name, lines) for name, lines in stages(dockerfile)
+        if any(line.startswith("RUN ") and "$TORCH" in line for line in lines)
+    ]
+    assert stage_args(lines).get("TORCH") == "cpu", f"stage {name}: no ARG TORCH=cpu"
+    runs = [line for line in lines if line.startswith("RUN ")]
+    (install,) = [line for line in runs if "$TORCH" in line and "--index-url" in line]
+    project = next(i for i, line in enumerate(runs) if re.search(r"pip install .*\.\[", line))
+    assert runs.index(install) < project, "torch must be in the venv before the project"
+    assert lines.index(f"ARG TORCH={stage_args(lines)['TORCH']}") < lines.index(install)
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pip").write_text('#!/bin/sh\necho "pip $*"\n')
+    (bin_dir / "pip").chmod(0o755)
+    (bin_dir / "python3").symlink_to(sys.executable)
+    # `cd /src` (the build stage's copy of the project) goes to the checkout instead.
+    script = f"cd() {{ builtin cd {shlex.quote(str(REPO))}; }}\n{install[4:]}"
+
+    def run(torch: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TORCH": torch}
+        return subprocess.run(["bash", "-c", script], env=env, cwd=tmp_path,
+                              capture_output=True, text=True)
+
+    pin = torch_pin()
+    cpu, cuda, other = run("cpu"), run("cuda"), run("rocm")
+    assert cpu.returncode == 0, cpu.stderr
+    pytorch_cpu = "https://download.pytorch.org/whl/cpu"
+    assert cpu.stdout.strip() == f"pip install --index-url {pytorch_cpu} {pin}"
+    assert cuda.returncode == 0, cuda.stderr
+    assert cuda.stdout.strip() == f"pip install --index-url https://pypi.org/simple {pin}"
+    assert other.returncode != 0 and "pip" not in other.stdout and "TORCH" in other.stderr
