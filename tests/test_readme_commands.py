@@ -59,6 +59,17 @@ def test_running_the_filter_job_as_printed() -> None:
             assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
             answers.append(sorted(result_rows(done.stdout)))
         assert len(answers[0]) >= 3 and answers[0] == answers[1]
+        # "Re-deciding a run" and "Seeing a run", as printed, on the same lake
+        for heading in ("### Re-deciding a run", "### Seeing a run"):
+            (line,) = readme_block(heading)
+            done = subprocess.run(line, shell=True, cwd=REPO, env=BARE_SHELL,
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
+        runs = ds.dataset("/tmp/sluice-examples/tables/runs", partitioning="hive").to_table(
+            columns=["run_id", "job", "status"]).to_pylist()
+        assert {"run_id": "b1", "job": "redecide", "status": "succeeded"} in runs
+        page = Path("/tmp/sluice-examples/report.html").read_text(encoding="utf-8")
+        assert "run b1" in page and "rules.max_tokens" in page
     finally:
         shutil.rmtree("/tmp/sluice-examples", ignore_errors=True)
 
