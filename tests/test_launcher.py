@@ -29,7 +29,8 @@ def test_every_job_has_its_entry_script() -> None:
 def test_sql_is_the_spark_sql_shell_printing_column_names() -> None:
     cmd, env = command(["sql", "-e", "SELECT 1"])
     assert cmd[0].endswith("/bin/spark-sql") and Path(cmd[0]).is_file()
-    assert cmd[1:] == ["--conf", "spark.sql.cli.print.header=true", "-e", "SELECT 1"]
+    assert cmd[1:] == ["--conf", "spark.sql.cli.print.header=true", "--conf",
+                       "spark.sql.hive.filesourcePartitionFileCacheSize=0", "-e", "SELECT 1"]
     assert Path(env["SPARK_CONF_DIR"], "spark-defaults.conf").is_file()
 
 
@@ -53,3 +54,15 @@ def test_an_unknown_job_is_one_line_and_exit_2() -> None:
                           text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no job 'filtr'" in done.stderr
+
+
+def test_a_jobs_help_is_printed_without_starting_spark() -> None:
+    """`sluice JOB --help` runs the entry script on this interpreter: no JVM, no Spark log."""
+    cmd, _ = command(["filter", "--help"])
+    assert cmd == [sys.executable, str(JOBS_DIR / "filter.py"), "--help"]
+    for job in ("filter", "select", "report"):
+        done = subprocess.run([str(SLUICE), job, "--help"], env=BARE_SHELL, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("usage: jobs/") and "--lake" in done.stdout
+        assert "WARN" not in done.stdout + done.stderr

@@ -36,8 +36,11 @@ JOBS: dict[str, tuple[str, str]] = {
     "sql": ("", "a spark-sql shell on the lake's catalog (each job prints its own)"),
     "query": ("", "one SQL query over a local lake's Parquet files with duckdb (no JVM)"),
 }
-# `sluice sql` prints each result's column names (spark-sql prints none by default).
-SQL_CONF = ("--conf", "spark.sql.cli.print.header=true")
+# `sluice sql` prints each result's column names (spark-sql prints none by default), and lists
+# a table's files at every query: a long-lived shell otherwise caches a partition's listing
+# (FileStatusCache), and misses rows (or fails on moved files) that other jobs commit later.
+SQL_CONF = ("--conf", "spark.sql.cli.print.header=true",
+            "--conf", "spark.sql.hive.filesourcePartitionFileCacheSize=0")
 # spark-submit options that take no value
 SPARK_FLAGS = frozenset({"--verbose", "--supervise"})
 
@@ -84,6 +87,8 @@ def command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         return [sys.executable, "-m", "jobs.lake.plain_query", *args], env
     if job == "sql":
         return [str(bin_dir / "spark-sql"), *SQL_CONF, *spark, *args], env
+    if {"-h", "--help"} & set(args):  # the job's own help, without starting a JVM (~10 s)
+        return [sys.executable, str(JOBS_DIR / JOBS[job or ""][0]), *args], env
     script = str(JOBS_DIR / JOBS[job or ""][0])
     return [str(bin_dir / "spark-submit"), *spark, script, *args], env
 

@@ -18,7 +18,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from jobs.kit.config import ConfigError
-from jobs.kit.launcher import sluice_path
+from jobs.kit.launcher import SQL_CONF, sluice_path
 from jobs.lake.lock import hold_metastore
 from jobs.lake.metastore import (
     CONNECTION_URL,
@@ -168,7 +168,8 @@ def spark_sql_command(lake_root: str, query: str | None = None,
     `sluice sql` (jobs/kit/launcher.py: the venv's Spark, column names printed), else
     `spark-sql` on the PATH."""
     sluice = sluice_path()
-    args = [sluice, "sql"] if sluice != "sluice" else ["spark-sql"]
+    # `sluice sql` adds what a long-lived shell needs (jobs/kit/launcher.py SQL_CONF)
+    args = [sluice, "sql"] if sluice != "sluice" else ["spark-sql", *SQL_CONF]
     shared = {k: v for k, v in metastore_conf(metastore).items()
               if "Password" not in k and k not in THRIFT_FAIL_FAST}
     if metastore.startswith("jdbc:"):
