@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow.dataset as ds
 import torch
 
-from training.config import SourceConf
+from training.config import ConfigError, SourceConf
 from training.vocab import BOS, EOS, PAD, Vocab
 
 Pair = tuple[str, str, str | None]  # (source, target, target language)
@@ -80,6 +81,43 @@ def read_parquet(paths: Sequence[str], pair: str | None = None) -> Iterator[tupl
         for s, t, p in zip(src, tgt, pairs, strict=True):
             if s is not None and t is not None:
                 yield s, t, p
+
+
+def mixture_stages(lake: str, spec: str) -> list[str]:
+    """`NAME:all` as each stage of the mixture in order (`NAME:1`, `NAME:2`, ...): the
+    denoising curriculum trains on one after the other; any other spec as itself."""
+    name, _, stage = spec.partition(":")
+    if stage != "all":
+        return [spec]
+    base = Path(lake) / "tables" / "mixture" / f"mixture={name}"
+    found = sorted(int(p.name.removeprefix("stage=")) for p in base.glob("stage=*")
+                   if p.name.removeprefix("stage=").isdigit() and any(p.glob("*.parquet")))
+    if not found:
+        raise ConfigError(f"--mixture {spec}: no stages at {base}")
+    return [f"{name}:{k}" for k in found]
+
+
+def mixture_source(lake: str, spec: str) -> SourceConf:
+    """The Parquet of a mixture stage in the lake (jobs/mix.py): `NAME` (stage 1) or
+    `NAME:STAGE`, at <lake>/tables/mixture/mixture=NAME/stage=STAGE. Its sources carry their
+    tags already, so no target language is set here."""
+    name, _, stage = spec.partition(":")
+    stage = stage or "1"
+    base = Path(lake) / "tables" / "mixture" / f"mixture={name}"
+    path = base / f"stage={stage}"
+    if not stage.isdigit() or not any(path.glob("*.parquet")):
+        stages = sorted(p.name.removeprefix("stage=") for p in base.glob("stage=*")
+                        if any(p.glob("*.parquet")))
+        raise ConfigError(f"--mixture {spec}: no rows at {path} (stages of {name!r} there: "
+                          f"{', '.join(stages) or 'none'})")
+    return SourceConf(paths=[str(path)], format="parquet")
+
+
+def mixture_tags(conf: SourceConf) -> list[str]:
+    """The tags a mixture's rows carry (`<2en>`, `<BT>`), to reserve as whole pieces."""
+    table = ds.dataset(conf.paths[0], format="parquet").to_table(columns=["tags"])
+    found = {t.strip() for tags in table.column("tags").to_pylist() for t in tags or []}
+    return sorted(t for t in found if t)
 
 
 def read_source(conf: SourceConf) -> Iterator[Pair]:

@@ -1,6 +1,7 @@
 """Train (or fine-tune, or resume) a Transformer from a YAML config.
 
     python -m training.train --config conf/train/zh-en.yaml [--set train.max_steps=2000 ...]
+    python -m training.train --config conf/train/zh-en.yaml --mixture NAME[:STAGE|:all] --lake L
 
 The run directory holds spm.model, config.yaml, checkpoints/ckpt_XXXXXXXX.pt (last K),
 train_log.csv and dev_log.csv. Re-running the same command resumes from the newest
@@ -31,6 +32,9 @@ from training.data import (
     collate,
     encode_corpus,
     epoch_batches,
+    mixture_source,
+    mixture_stages,
+    mixture_tags,
     read_source,
     read_sources,
 )
@@ -38,7 +42,13 @@ from training.decode import translate
 from training.evaluate import bleu_chrf, corpus_loss
 from training.logs import CsvLog, TensorBoardLog, fmt_duration, progress
 from training.model import Transformer, label_smoothed_loss
-from training.vocab import TextOptions, Vocab, sample_for_vocab, train_sentencepiece
+from training.vocab import (
+    TextOptions,
+    Vocab,
+    sample_for_vocab,
+    tag_piece,
+    train_sentencepiece,
+)
 
 TRAIN_FIELDS = ["step", "epoch", "elapsed_s", "lr", "loss", "nll", "ppl", "grad_norm",
                 "tgt_tokens", "tgt_tokens_per_s"]
@@ -366,6 +376,16 @@ class Trainer:
                 "checkpoints": [str(p) for p in ck.list_checkpoints(self.ckpt_dir)]}
 
 
+def with_mixture(cfg: TrainingConfig, lake: str, spec: str) -> TrainingConfig:
+    """`cfg` training on one mixture stage of the lake (jobs/mix.py), its tags whole pieces."""
+    source = mixture_source(lake, spec)
+    cfg.data.train = [source]
+    reserved = {*cfg.vocab.extra_symbols, *(tag_piece(t) for t in cfg.vocab.tags)}
+    cfg.vocab.extra_symbols += [t for t in mixture_tags(source) if t not in reserved]
+    cfg.options.target_tags = False  # the mixture's sources carry their tags
+    return cfg
+
+
 def run(cfg: TrainingConfig) -> dict[str, Any]:
     trainer = Trainer(cfg)
     trainer.setup()
@@ -378,10 +398,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", required=True, help="YAML file, e.g. conf/train/zh-en.yaml")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config key, e.g. --set train.max_steps=500 (repeatable)")
+    ap.add_argument("--mixture", metavar="NAME[:STAGE|:all]",
+                    help="train on a mixture of the lake (jobs/mix.py) instead of data.train; "
+                         ":all trains on each stage in turn, train.max_steps each")
+    ap.add_argument("--lake", default="./lake", help="with --mixture: the lake root")
     args = ap.parse_args(argv)
     try:
         cfg = load_config(args.config, args.set)
-        summary = run(cfg)
+        if not args.mixture:
+            summary = run(cfg)
+        else:
+            summary = {}
+            stages = mixture_stages(args.lake, args.mixture)
+            for k, spec in enumerate(stages, 1):
+                # stage after stage in one run directory: each resumes from the last one's
+                # final checkpoint and trains train.max_steps more on its (cleaner) rows
+                stage_cfg = with_mixture(cfg.model_copy(deep=True), args.lake, spec)
+                if len(stages) > 1:
+                    stage_cfg.train.max_steps = cfg.train.max_steps * k
+                    progress(f"mixture stage {spec} ({k}/{len(stages)}): to step "
+                             f"{stage_cfg.train.max_steps}")
+                summary[spec] = run(stage_cfg)
+            summary = summary[stages[0]] if len(stages) == 1 else summary
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ JOBS: dict[str, tuple[str, str]] = {
     "select": ("select_data.py", "score a lake table against an in-domain seed, keep the best"),
     "refresh": ("refresh.py", "filter what is new in a corpus's sources since the last refresh"),
     "translate": ("translate.py", "monolingual text -> back-/forward-translated pairs"),
+    "mix": ("mix.py", "lake tables -> a training mixture (temperature, tags, stages)"),
     "report": ("report.py", "one HTML page of a run: funnel, scores, what-ifs"),
     "train-pair-score": ("train_pair_score.py", "train the learned pair_score model"),
     "align-reference": ("align_reference.py", "train a reference word aligner on trusted pairs"),
