@@ -48,7 +48,7 @@ KEPT, REJECTED_HERE, REJECTED_ELSEWHERE = "kept", "rejected by its rule", "rejec
 
 @dataclass(frozen=True)
 class Run:
-    """A filter run's row of the `runs` table, its config parsed."""
+    """A run's row of the `runs` table, its config parsed."""
 
     run_id: str
     job: str
@@ -121,12 +121,16 @@ def table(spark: SparkSession, lake: Lake, name: str) -> DataFrame | None:
 # Runs whose rows are in bitext/mono and filter_stats: a re-decide (new thresholds) and a
 # refresh (a filter run over the new files of its sources) are filter runs too.
 FILTER_JOBS = ("filter", "redecide", "refresh")
+# Every job kind the report knows: the filter's, and the selection's and translation's (their
+# own modules: jobs/reporting/select_data.py, translate_data.py).
+REPORTED_JOBS = (*FILTER_JOBS, "select", "translate")
 
 
 def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | None,
              corpus: str | None) -> Run:
-    """The run named, or the latest succeeded filter run (of `pair` / `corpus` if given). A
-    re-decided run (`filter.py --redecide`) is a filter run too: same tables, new thresholds."""
+    """The run named (any job the report knows: REPORTED_JOBS), or the latest succeeded filter
+    run (of `pair` / `corpus` if given). A re-decided run (`filter.py --redecide`) is a filter
+    run too: same tables, new thresholds."""
     runs = table(spark, lake, "runs")
     if runs is None:
         raise ConfigError(f"no runs in the lake at {lake.root}")
@@ -135,9 +139,9 @@ def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | No
                 .orderBy(F.col("finished_at").desc_nulls_last()).limit(1).collect())
         if not rows:
             raise ConfigError(f"unknown run id {run_id} in the lake at {lake.root}")
-        if rows[0].job not in FILTER_JOBS:
-            raise ConfigError(f"run {run_id} is a {rows[0].job} run: the report is of filter, "
-                              "re-decide and refresh runs")
+        if rows[0].job not in REPORTED_JOBS:
+            raise ConfigError(f"run {run_id} is a {rows[0].job} run, a job the report does not "
+                              f"know (it reports {', '.join(REPORTED_JOBS)} runs)")
         return to_run(rows[0])
     candidates = runs.where(F.col("job").isin(*FILTER_JOBS) & (F.col("status") == "succeeded"))
     stats = table(spark, lake, "filter_stats")

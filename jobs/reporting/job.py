@@ -1,15 +1,22 @@
-"""The report of one filter run: one self-contained HTML file (charts drawn offline).
+"""The report of one run: one self-contained HTML file (charts drawn offline).
 
     spark-submit jobs/report.py --lake /data/lake --run-id RUN_ID --out report.html
     spark-submit jobs/report.py --lake /data/lake --out report.html            # the latest run
     spark-submit jobs/report.py --lake /data/lake --pair zh-en --corpus news   # its latest run
 
-It shows the run's funnel per corpus (filter_stats) and the corpora's kept share across runs;
-a histogram of every stored score over kept and rejected rows with its configured threshold,
-and the share kept there; what-if counts at other thresholds; sample rejected pairs per rule
-and kept pairs nearest each threshold; the run's resolved config, hash, inputs and times.
-Everything is aggregated in Spark (jobs/reporting/data.py); only counts and samples reach the
-driver. The report reads the lake and writes nothing to it.
+Any run: a filter run (or a re-decided one, or a refresh) by default, the latest one that
+succeeded; a selection or translation run by its --run-id. Of a filter run it shows the funnel
+per corpus (filter_stats) and the corpora's kept share across runs; a histogram of every stored
+score over kept and rejected rows with its configured threshold, and the share kept there;
+what-if counts at other thresholds; sample rejected pairs per rule and kept pairs nearest each
+threshold (jobs/reporting/data.py). Of a selection run: the pool's counts (rows, scored,
+selected, cut, unscorable by reason), a histogram of each method's score over the selected and
+the not-selected rows, cluster and bucket sizes, and its seed (select_data.py). Of a
+translation run, per stream: rows available, read, translated, kept and rejected by reason,
+the kept rows' length ratio and copy rate, and sample rejected rows (translate_data.py). Every
+page ends with the run's resolved config, hash, inputs and times. Everything is aggregated in
+Spark; only counts and samples reach the driver. The report reads the lake and writes nothing
+to it.
 """
 
 from __future__ import annotations
@@ -19,13 +26,20 @@ import os
 import tempfile
 import time
 
+from pyspark.sql import SparkSession
+
 from jobs.kit.cli import add_config, add_lake, add_run_id, hidden_alias, job_parser, lake_extra
 from jobs.kit.config import ConfigError, JobConfig, check_run_id, deep_merge, load_lake_config
 from jobs.kit.progress import log, stage
 from jobs.lake.metastore import metastore_conf
 from jobs.lake.runs import exit_code, open_lake_at
-from jobs.reporting.data import collect_report, find_run
+from jobs.lake.store import Lake
+from jobs.reporting.data import Run, collect_report, find_run
 from jobs.reporting.page import render
+from jobs.reporting.select_data import collect_select
+from jobs.reporting.select_page import render_select
+from jobs.reporting.translate_data import collect_translate
+from jobs.reporting.translate_page import render_translate
 
 DEFAULT_OUT = "report.html"
 
@@ -34,7 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = job_parser("jobs/report.py", __doc__)
     add_config(p, "lake.yaml; any job's config: its lake and spark sections are read")
     add_lake(p)
-    add_run_id(p, help="the run to report (default: the latest succeeded filter run)")
+    add_run_id(p, help="the run to report, of any job (default: the latest succeeded filter "
+               "run)")
     hidden_alias(p, "--run", "run_id")
     hidden_alias(p, "--database", "database")
     p.add_argument("--pair", help="without --run-id: the latest run that filtered this pair")
@@ -76,6 +91,15 @@ def check_out(out: str) -> None:
         raise ConfigError(f"--out {out}: directory {directory} is not writable")
 
 
+def report_page(spark: SparkSession, lake: Lake, run: Run) -> str:
+    """The run's page: its kind's aggregation in Spark, rendered (find_run knows the kind)."""
+    if run.job == "select":
+        return render_select(collect_select(spark, lake, run))
+    if run.job == "translate":
+        return render_translate(collect_translate(spark, lake, run))
+    return render(collect_report(spark, lake, run))
+
+
 def run(args: argparse.Namespace) -> int:
     # Bad flags fail before Spark starts; open_lake_at refuses a lake that is not there.
     if args.run_id is not None:
@@ -89,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
     chosen = find_run(spark, lake, args.run_id, args.pair, args.corpus)
     log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")
     with stage(spark, "report", f"aggregating run {chosen.run_id}"):  # heartbeat while it runs
-        report = collect_report(spark, lake, chosen)
-    write_atomically(args.out, render(report))
+        page = report_page(spark, lake, chosen)
+    write_atomically(args.out, page)
     log(f"wrote {args.out} ({os.path.getsize(args.out):,} bytes) in "
         f"{time.monotonic() - started:.1f} s")
     return 0

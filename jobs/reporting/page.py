@@ -144,13 +144,19 @@ def is_discrete(s: ScoreStats) -> bool:
                                 and float(b["bin_start"]).is_integer() for b in s.bins)
 
 
-def histogram_chart(s: ScoreStats) -> dict[str, Any]:
-    """The score's rows by value, split into kept / rejected here / rejected elsewhere, with
-    its threshold; below, the rejected rows alone, whose slivers a linear axis over all rows
-    hides. A flag or a count gets a bar per value (a binned axis drew it as one wide bar)."""
-    groups = [KEPT, REJECTED_HERE, REJECTED_ELSEWHERE]
-    color = alt.Color("group:N", scale=alt.Scale(domain=groups,
-                                                 range=[GROUP_COLORS[g] for g in groups]),
+# The filter's histogram groups, stacked in this order, and their colours.
+FILTER_GROUPS = tuple((g, GROUP_COLORS[g]) for g in (KEPT, REJECTED_HERE, REJECTED_ELSEWHERE))
+
+
+def histogram_chart(s: ScoreStats, groups: Sequence[tuple[str, str]] = FILTER_GROUPS,
+                    alone: str = "rejected rows") -> dict[str, Any]:
+    """The score's rows by value, split into `groups` ((name, colour), stacked in that order:
+    the filter's kept / rejected here / rejected elsewhere by default), with its threshold;
+    below, the rows of every group but the first alone (`alone` titles them: the rejected,
+    whose slivers a linear axis over all rows hides). A flag or a count gets a bar per value
+    (a binned axis drew it as one wide bar)."""
+    names = [g for g, _ in groups]
+    color = alt.Color("group:N", scale=alt.Scale(domain=names, range=[c for _, c in groups]),
                       legend=alt.Legend(orient="top", title=None))
     discrete = is_discrete(s)
     title = s.column + (f" ({s.threshold.label()})" if discrete and s.threshold else "")
@@ -174,9 +180,9 @@ def histogram_chart(s: ScoreStats) -> dict[str, Any]:
         return alt.layer(chart, rule.encode(x="at:Q", tooltip=["label:N"]))
 
     panels = [with_threshold(bars(rows, "rows")).properties(width=CHART_WIDTH - 60, height=150)]
-    rejected = [r for r in rows if r["group"] != KEPT]
-    if rejected:
-        panels.append(with_threshold(bars(rejected, "rejected rows"))
+    others = [r for r in rows if r["group"] != names[0]]
+    if others and len(names) > 1:
+        panels.append(with_threshold(bars(others, alone))
                       .properties(width=CHART_WIDTH - 60, height=70))
     return alt.vconcat(*panels).to_dict()
 
@@ -184,23 +190,29 @@ def histogram_chart(s: ScoreStats) -> dict[str, Any]:
 # --- Sections ------------------------------------------------------------------------------
 
 
-def header(d: ReportData) -> str:
-    r = d.run
-    corpora = sorted({(f["pair"], f["corpus"]) for f in d.funnel})
-    rows = [("run", r.run_id), ("status", r.status), ("job", r.job),
-            ("pairs / corpora", ", ".join(f"{p}/{c}" for p, c in corpora)),
+def run_header(r: Run, facts: Sequence[tuple[str, Any]], notes: Sequence[str],
+               nav: str = NAV) -> str:
+    """The page's title, the run's record (with `facts` of its kind after its job) and notes."""
+    rows = [("run", r.run_id), ("status", r.status), ("job", r.job), *facts,
             ("started", r.started_at), ("finished", r.finished_at),
             ("config hash", r.config_hash)]
     if r.error:
         rows.append(("error", r.error))
-    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in d.notes)
+    notes_html = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     title = RUN_TITLES.get(r.job, f"{r.job} run")
-    return (f"<h1>{esc(title)} {esc(r.run_id)}</h1>{NAV}"
-            + table_html(["", ""], [[f"<th>{esc(k)}</th>", td(v)] for k, v in rows]) + notes
-            + files_section(r))
+    return (f"<h1>{esc(title)} {esc(r.run_id)}</h1>{nav}"
+            + table_html(["", ""], [[f"<th>{esc(k)}</th>", td(v)] for k, v in rows])
+            + notes_html)
 
 
-RUN_TITLES = {"filter": "Filter run", "redecide": "Re-decided run", "refresh": "Refresh run"}
+def header(d: ReportData) -> str:
+    corpora = sorted({(f["pair"], f["corpus"]) for f in d.funnel})
+    facts = [("pairs / corpora", ", ".join(f"{p}/{c}" for p, c in corpora))]
+    return run_header(d.run, facts, d.notes) + files_section(d.run)
+
+
+RUN_TITLES = {"filter": "Filter run", "redecide": "Re-decided run", "refresh": "Refresh run",
+              "select": "Selection run", "translate": "Translation run"}
 
 
 def files_section(r: Run) -> str:
@@ -371,7 +383,10 @@ def pretty(value: Any) -> str:
 
 
 def config_section(d: ReportData) -> str:
-    r = d.run
+    return run_config_section(d.run)
+
+
+def run_config_section(r: Run) -> str:
     return ('<h2 id="config">Configuration</h2>'
             f"<p>Resolved config of the run (hash <code>{esc(r.config_hash)}</code>), as stored "
             "in <code>runs</code>.</p>"
@@ -397,16 +412,21 @@ def vega_bundle() -> str:
     return vl_convert.javascript_bundle(vl_version=vl_version)
 
 
-def render(d: ReportData) -> str:
-    specs: dict[str, dict] = {}
-    body = "".join([header(d), funnel_section(d, specs), scores_section(d, specs),
-                    what_if_section(d.what_ifs, d.run.run_id, d.lake_root), samples_section(d),
-                    config_section(d)])
+def document(run_id: str, body: str, specs: dict[str, dict]) -> str:
+    """The whole page: `body` (HTML) and its charts' specs, drawn by the inlined vega-embed."""
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-        f"<title>sluice run {esc(d.run.run_id)}</title><style>{STYLE}</style>"
+        f"<title>sluice run {esc(run_id)}</title><style>{STYLE}</style>"
         f"<script>{script_text(vega_bundle())}</script></head>\n"
         f"<body>{body}\n"
         f'<script type="application/json" id="sluice-specs">{json_text(specs)}'
         f"</script>\n<script>{EMBED_SCRIPT}</script></body></html>\n"
     )
+
+
+def render(d: ReportData) -> str:
+    specs: dict[str, dict] = {}
+    body = "".join([header(d), funnel_section(d, specs), scores_section(d, specs),
+                    what_if_section(d.what_ifs, d.run.run_id, d.lake_root), samples_section(d),
+                    config_section(d)])
+    return document(d.run.run_id, body, specs)
