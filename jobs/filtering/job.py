@@ -1,7 +1,8 @@
 """The filter job: raw bitext -> bitext_raw, bitext_clean, bitext_rejected, filter_stats, runs;
 or monolingual text (--lang) -> mono_raw, mono_clean, mono_rejected.
 
-    spark-submit jobs/filter.py --config conf/zh-en.yaml
+    spark-submit jobs/filter.py --config conf/demo.yaml        # the inputs listed in the config
+    spark-submit jobs/filter.py --config conf/zh-en.yaml --corpus news --input news.zh news.en
     spark-submit jobs/filter.py --pair zh-en --corpus news --input raw/news.zh raw/news.en
     spark-submit jobs/filter.py --lang en --corpus news --input raw/news.en   # monolingual
 
