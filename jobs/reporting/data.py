@@ -121,9 +121,9 @@ def table(spark: SparkSession, lake: Lake, name: str) -> DataFrame | None:
 # Runs whose rows are in bitext/mono and filter_stats: a re-decide (new thresholds) and a
 # refresh (a filter run over the new files of its sources) are filter runs too.
 FILTER_JOBS = ("filter", "redecide", "refresh")
-# Every job kind the report knows: the filter's, and the selection's and translation's (their
-# own modules: jobs/reporting/select_data.py, translate_data.py).
-REPORTED_JOBS = (*FILTER_JOBS, "select", "translate")
+# Every job kind the report knows: the filter's, and the selection's, translation's and
+# mixture's (their own modules: jobs/reporting/select_data.py, translate_data.py, mix_data.py).
+REPORTED_JOBS = (*FILTER_JOBS, "select", "translate", "mix")
 
 
 def find_run(spark: SparkSession, lake: Lake, run_id: str | None, pair: str | None,

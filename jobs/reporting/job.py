@@ -5,18 +5,22 @@
     spark-submit jobs/report.py --lake /data/lake --pair zh-en --corpus news   # its latest run
 
 Any run: a filter run (or a re-decided one, or a refresh) by default, the latest one that
-succeeded; a selection or translation run by its --run-id. Of a filter run it shows the funnel
-per corpus (filter_stats) and the corpora's kept share across runs; a histogram of every stored
-score over kept and rejected rows with its configured threshold, and the share kept there;
-what-if counts at other thresholds; sample rejected pairs per rule and kept pairs nearest each
-threshold (jobs/reporting/data.py). Of a selection run: the pool's counts (rows, scored,
-selected, cut, unscorable by reason), a histogram of each method's score over the selected and
-the not-selected rows, cluster and bucket sizes, and its seed (select_data.py). Of a
-translation run, per stream: rows available, read, translated, kept and rejected by reason,
-the kept rows' length ratio and copy rate, and sample rejected rows (translate_data.py). Every
-page ends with the run's resolved config, hash, inputs and times. Everything is aggregated in
-Spark; only counts and samples reach the driver. The report reads the lake and writes nothing
-to it.
+succeeded; a selection, translation or mixture run by its --run-id. Of a filter run it shows
+the funnel per corpus (filter_stats) and the corpora's kept share across runs; a histogram of
+every stored score over kept and rejected rows with its configured threshold, and the share
+kept there; what-if counts at other thresholds; sample rejected pairs per rule and kept pairs
+nearest each threshold (jobs/reporting/data.py). Of a selection run: the pool's counts (rows,
+scored, selected, cut, unscorable by reason), a histogram of each method's score over the
+selected and the not-selected rows, cluster and bucket sizes, and its seed (select_data.py).
+Of a translation run, per stream: rows available, read, translated, kept and rejected by
+reason, the kept rows' length ratio and copy rate, and sample rejected rows
+(translate_data.py). Of a mixture run (jobs/mix.py), per source: its mixture_stats
+(available, decontaminated by eval set, flagged, eligible, weight, planned, sampled,
+distinct, effective weight, epochs); the realized share of each temperature group against
+the formula's p ∝ n^(1/T); the rows per tag combination and per stage (with the lowest score
+kept), the eval sets, and sample rows (mix_data.py). Every page ends with the run's resolved
+config, hash, inputs and times. Everything is aggregated in Spark; only counts and samples
+reach the driver. The report reads the lake and writes nothing to it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from jobs.lake.metastore import metastore_conf
 from jobs.lake.runs import exit_code, open_lake_at
 from jobs.lake.store import Lake
 from jobs.reporting.data import Run, collect_report, find_run
+from jobs.reporting.mix_data import collect_mix
+from jobs.reporting.mix_page import render_mix
 from jobs.reporting.page import render
 from jobs.reporting.select_data import collect_select
 from jobs.reporting.select_page import render_select
@@ -97,6 +103,8 @@ def report_page(spark: SparkSession, lake: Lake, run: Run) -> str:
         return render_select(collect_select(spark, lake, run))
     if run.job == "translate":
         return render_translate(collect_translate(spark, lake, run))
+    if run.job == "mix":
+        return render_mix(collect_mix(spark, lake, run))
     return render(collect_report(spark, lake, run))
 
 

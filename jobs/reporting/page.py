@@ -212,7 +212,7 @@ def header(d: ReportData) -> str:
 
 
 RUN_TITLES = {"filter": "Filter run", "redecide": "Re-decided run", "refresh": "Refresh run",
-              "select": "Selection run", "translate": "Translation run"}
+              "select": "Selection run", "translate": "Translation run", "mix": "Mixture run"}
 
 
 def files_section(r: Run) -> str:
