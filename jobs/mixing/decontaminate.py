@@ -74,7 +74,9 @@ def token_col(text: Column, lang: Column) -> Column:
 
 
 def gram_col(tokens: Column, n: int) -> Column:
-    """The hashes of the token n-grams (none if there are fewer than n tokens)."""
+    """The hashes of the token n-grams (none if there are fewer than n tokens). Give it a
+    plain column: Spark evaluates an expression passed in again inside the lambda, once per
+    n-gram (quadratic in a Chinese line's length)."""
     count = F.size(tokens) - n
     grams = F.transform(F.sequence(F.lit(0), F.greatest(count, F.lit(0))),
                         lambda i: F.xxhash64(F.concat_ws("\u0001", F.slice(tokens, i + 1, n))))
@@ -98,13 +100,15 @@ def contamination(pool: DataFrame, evals: DataFrame, n: int, min_containment: fl
     out = out.drop("_sn", "_tn", "_sn_hit", "_tn_hit")
     segments = evals.select(
         "name", F.xxhash64("name", "pair", "side", "line").alias("_seg"),
-        gram_col(token_col(F.col("text"), F.col("lang")), n).alias("_grams"))
+        token_col(F.col("text"), F.col("lang")).alias("_tokens"),
+    ).select("name", "_seg", gram_col(F.col("_tokens"), n).alias("_grams"))
     segments = segments.where(F.size("_grams") > 0).withColumn("_total", F.size("_grams"))
     seg_grams = segments.select("name", "_seg", "_total", F.explode("_grams").alias("_gram"))
     known = seg_grams.select("_gram").distinct()
-    row_grams = pool.select("_uid", F.explode(F.array_union(
-        gram_col(token_col(F.col("src"), F.col("_src_lang")), n),
-        gram_col(token_col(F.col("tgt"), F.col("_tgt_lang")), n))).alias("_gram"))
+    tokens = pool.select("_uid", token_col(F.col("src"), F.col("_src_lang")).alias("_ts"),
+                         token_col(F.col("tgt"), F.col("_tgt_lang")).alias("_tt"))
+    row_grams = tokens.select("_uid", F.explode(F.array_union(
+        gram_col(F.col("_ts"), n), gram_col(F.col("_tt"), n))).alias("_gram"))
     shared = row_grams.join(F.broadcast(known), "_gram").distinct()
     overlap = (shared.join(F.broadcast(seg_grams), "_gram")
                .groupBy("_uid", "name", "_seg", "_total").agg(F.count("*").alias("_hits"))
