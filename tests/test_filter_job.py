@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from integration_helpers import BIN, query_lake, spark_env, spark_sql, spark_submit
 
-from tests.integration_helpers import BIN, query_lake, spark_env, spark_sql, spark_submit
 from udfs.chinese import to_simplified
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier

@@ -14,8 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
-
-from tests.integration_helpers import spark_submit, submit_to
+from integration_helpers import spark_submit, submit_to
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
