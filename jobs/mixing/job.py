@@ -365,23 +365,24 @@ class MixRun:
         src, applied = tag_columns(by_source)
         noisy = {s.name: (s.langs[1], Noise(**s.noise.model_dump())) for s in cfg.sources
                  if s.noise is not None}
-        tgt, noised = F.col("tgt"), F.lit(False)
-        if noisy:
-            seed = cfg.seed
+        columns = [src.alias("src"), F.col("tgt"), "direction", "source", "source_table",
+                   "corpus", "row_id", "source_run_id", "synthetic", applied.alias("tags"),
+                   F.col("copy"), F.lit(False).alias("noised"), "score", "contamination", "_key"]
+        if not noisy:
+            return drawn.select(*columns)
+        seed = cfg.seed
 
-            def noised_text(text, name, key):  # no hints: pyspark would take it for pandas
-                # Spark may call a UDF under `when` for any row: other sources pass through.
-                if not text or name not in noisy:
-                    return text
-                return noise_text(text, noisy[name][0], noisy[name][1], seed, key)
+        def noised_text(text, name, key):  # no hints: pyspark would take it for pandas
+            return noise_text(text, noisy[name][0], noisy[name][1], seed, key) if text else text
 
-            noised = F.col("source").isin(*noisy)
-            tgt = F.udf(noised_text, StringType())(F.col("tgt"), F.col("source"),
-                                                   F.xxhash64("_key", "copy"))
-        return drawn.select(
-            src.alias("src"), tgt.alias("tgt"), "direction", "source", "source_table",
-            "corpus", "row_id", "source_run_id", "synthetic", applied.alias("tags"),
-            F.col("copy"), noised.alias("noised"), "score", "contamination", "_key")
+        # Only the noisy sources' rows go through Python (Spark evaluates a Python UDF on
+        # every row, even under `when`); the others pass by in the JVM.
+        to_noise = F.col("source").isin(*noisy)
+        noised = drawn.where(to_noise).select(*columns).withColumn(
+            "tgt", F.udf(noised_text, StringType())(F.col("tgt"), F.col("source"),
+                                                     F.xxhash64("_key", "copy"))
+        ).withColumn("noised", F.lit(True))
+        return drawn.where(~to_noise).select(*columns).unionByName(noised)
 
     def stages(self, drawn: DataFrame) -> DataFrame:
         """The rows of each stage: stage k keeps scores at or above quantile k (per direction
