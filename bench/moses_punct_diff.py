@@ -1,13 +1,11 @@
-"""Differential check and timing of udfs.moses_punct against sacremoses on the full shared corpora.
+"""Differential check and timing of udfs.moses_punct (Arrow, RE2) against sacremoses on the full
+shared corpora.
 
-    .venv/bin/python bench/moses_punct_diff.py [--master 'local[1]'] [--data ../shared/data]
+    .venv/bin/python bench/moses_punct_diff.py [--data ../shared/data]
 
-For each corpus: lines compared, lines sacremoses changes, lines where the native Spark chain
-differs from sacremoses (with the first few), and the time per line of each. Python is one
-thread, so the default master is local[1]: the ratio is then per core. Both timings are the
-best of --repeat runs; the Spark one is the chain alone: the input is cached first and a plain
-pass over it (noop sink) is subtracted.
-Exits 1 if any line differs.
+For each corpus: lines compared, lines sacremoses changes, lines where the Arrow chain differs
+from sacremoses (with the first few), and the time per line of each (one thread; the best of
+--repeat runs). Exits 1 if any line differs.
 """
 
 from __future__ import annotations
@@ -17,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+import pyarrow as pa
 from sacremoses import MosesPunctNormalizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,68 +47,41 @@ def best_of(n: int, fn) -> float:
     return min(times)
 
 
-def noop(df: DataFrame) -> None:
-    df.write.format("noop").mode("overwrite").save()
-
-
-def run(spark: SparkSession, lang: str, path: Path, examples: int, repeat: int) -> tuple[int, int]:
+def run(lang: str, path: Path, examples: int, repeat: int) -> tuple[int, int]:
     lines = read_lines(path)
     normalizer = MosesPunctNormalizer(lang=lang)
     want = [normalizer.normalize(s) for s in lines]
-
-    pdf = pd.DataFrame({"i": range(len(lines)), "s": lines})
-    df = spark.createDataFrame(pdf, "i long, s string").cache()
-    df.count()
-    out = df.select("i", moses_punct_normalize(df.s, lang).alias("n")).orderBy("i")
-    got = out.toPandas()["n"].tolist()  # also warms up the JIT for the timing below
+    texts = pa.array(lines, pa.string())
+    got = moses_punct_normalize(texts, lang).to_pylist()
     bad = [(i, s, g, w) for i, (s, g, w) in enumerate(zip(lines, got, want, strict=True)) if g != w]
     changed = sum(s != w for s, w in zip(lines, want, strict=True))
 
     t_ref = best_of(repeat, lambda: [normalizer.normalize(s) for s in lines])
-    t_base = best_of(repeat, lambda: noop(df.select(F.col("s"))))
-    t_chain = best_of(repeat, lambda: noop(df.select(moses_punct_normalize(df.s, lang))))
-    df.unpersist()
-    per_ref = t_ref / len(lines) * 1e6
-    per_native = max(t_chain - t_base, 1e-9) / len(lines) * 1e6
+    t_arrow = best_of(repeat, lambda: moses_punct_normalize(texts, lang))
+    per_ref, per_arrow = t_ref / len(lines) * 1e6, t_arrow / len(lines) * 1e6
 
     print(f"\n{lang}  {path}")
     print(f"  lines compared {len(lines):>8,}   changed by sacremoses {changed:>7,}")
     print(f"  lines differing {len(bad):>7,}")
     for i, s, g, w in bad[:examples]:
-        print(f"    line {i + 1}: {s[:200]!r}\n      native:     {g[:200]!r}")
+        print(f"    line {i + 1}: {s[:200]!r}\n      arrow:      {g[:200]!r}")
         print(f"      sacremoses: {w[:200]!r}")
-    print(
-        f"  sacremoses {per_ref:6.2f} us/line   native chain {per_native:6.2f} us/line"
-        f" (noop pass {t_base / len(lines) * 1e6:.2f} us/line subtracted)"
-        f"   sacremoses/native = {per_ref / per_native:.1f}x"
-    )
+    print(f"  sacremoses {per_ref:6.2f} us/line   Arrow chain {per_arrow:6.2f} us/line"
+          f"   sacremoses/Arrow = {per_ref / per_arrow:.1f}x")
     return len(lines), len(bad)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--master", default="local[1]")
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--examples", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3, help="timing runs; the best is kept")
     args = ap.parse_args()
-
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("moses-punct-diff")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    print(f"master {args.master}, parallelism {spark.sparkContext.defaultParallelism}")
     total = differing = 0
     for lang, rel in CORPORA:
-        n, d = run(spark, lang, args.data / rel, args.examples, args.repeat)
+        n, d = run(lang, args.data / rel, args.examples, args.repeat)
         total, differing = total + n, differing + d
     print(f"\nall corpora: {total:,} lines compared, {differing:,} differing")
-    spark.stop()
     return 1 if differing else 0
 
 

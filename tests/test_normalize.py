@@ -13,6 +13,7 @@ import html
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
@@ -102,13 +103,16 @@ CASES: dict[str, tuple[str, str]] = {
 }
 
 
-def chain(col):
-    return N.collapse_whitespace(N.remove_invisible(N.strip_html(N.unescape_entities(col))))
+def arrow_steps(texts: list[str | None]) -> list[str | None]:
+    """The steps of the per-side Arrow pass, in their order (udfs/sides.py)."""
+    return N.collapse_whitespace(N.remove_invisible(pa.array(texts, pa.string()))).to_pylist()
 
 
 @pytest.fixture(scope="module")
 def out(spark) -> dict[str, dict]:
-    """key -> {text, unescaped, stripped, visible, collapsed, chained}, from one Spark job."""
+    """key -> {text, unescaped, stripped, visible, collapsed, chained}: the JVM steps from one
+    Spark job, the Arrow steps on the same texts, and the chain of all four as the filter
+    runs them (JVM first)."""
     rows = [(f"case:{k}", v[0]) for k, v in CASES.items()]
     rows += [(f"toy:{origin}", text) for origin, text in TOY]
     rows += [
@@ -124,11 +128,16 @@ def out(spark) -> dict[str, dict]:
         "text",
         N.unescape_entities(t).alias("unescaped"),
         N.strip_html(t).alias("stripped"),
-        N.remove_invisible(t).alias("visible"),
-        N.collapse_whitespace(t).alias("collapsed"),
-        chain(t).alias("chained"),
+        N.strip_html(N.unescape_entities(t)).alias("jvm"),
     )
-    return {r["key"]: r.asDict() for r in df.collect()}
+    got = [r.asDict() for r in df.collect()]
+    texts = [r["text"] for r in got]
+    visible = N.remove_invisible(pa.array(texts, pa.string())).to_pylist()
+    collapsed = N.collapse_whitespace(pa.array(texts, pa.string())).to_pylist()
+    chained = arrow_steps([r.pop("jvm") for r in got])
+    for r, v, c, ch in zip(got, visible, collapsed, chained, strict=True):
+        r.update(visible=v, collapsed=c, chained=ch)
+    return {r["key"]: r for r in got}
 
 
 def test_base_lines_are_real() -> None:

@@ -1,10 +1,16 @@
-"""Language-independent text normalization as Spark Column expressions (JVM, no Python).
+"""Language-independent text normalization.
 
-Each function takes and returns a Column; `jobs.filtering.stages.jvm_steps` lists the enabled ones.
+Entities and HTML tags are Spark Column expressions (JVM; `jobs.filtering.stages.jvm_steps`
+lists the enabled ones): few lines hold `&` or `<`, and a line without one skips them for the
+cost of a `contains`. Invisible characters and whitespace touch every line, so they run in the
+per-side Arrow pass (udfs/sides.py) as RE2 kernels over a whole batch (pyarrow.compute): in the
+JVM they cost a java.util.regex scan and a UTF-8 -> UTF-16 -> UTF-8 round trip per line each.
 """
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -36,16 +42,20 @@ ANY_TAG = _tag_regex(HTML_TAGS)
 
 # Zero-width and format characters, soft hyphen, BOM, bidi marks/embeddings/isolates,
 # C0 and C1 controls (the line and page breaks tab, LF, VT, FF, CR and NEL separate words:
-# they become spaces in the whitespace step instead).
+# they become spaces in the whitespace step instead). RE2 syntax.
 INVISIBLE = (
-    r"[\u00AD\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\uFEFF"
-    r"\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F]"
+    r"[\x{AD}\x{180E}\x{200B}-\x{200F}\x{202A}-\x{202E}\x{2060}-\x{2064}\x{2066}-\x{206F}"
+    r"\x{FEFF}\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F]"
 )
-# Java's \s is ASCII-only; add NEL and the Unicode spaces (NBSP, ideographic space, ...).
-SPACE_CLASS = r"\s\u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"
+# ASCII whitespace (tab, LF, VT, FF, CR, space: RE2's \s lacks VT), NEL and the Unicode spaces
+# (NBSP, ideographic space, ...); and the same without the plain space.
+SPACES_BUT_SPACE = (
+    r"\t\n\x0B\f\r\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}"
+    r"\x{205F}\x{3000}"
+)
 # What collapse_whitespace rewrites: runs of two or more, or one that is not a plain space.
 # A lone " " is left unmatched, so a line that is already clean costs a scan, not a rewrite.
-WHITESPACE = rf"[{SPACE_CLASS}]{{2,}}|[{SPACE_CLASS}&&[^ ]]"
+WHITESPACE = rf"[ {SPACES_BUT_SPACE}]{{2,}}|[{SPACES_BUT_SPACE}]"
 
 
 def unescape_entities(col: Column) -> Column:
@@ -79,9 +89,10 @@ def strip_html(col: Column) -> Column:
     return F.when(col.contains("<"), stripped).otherwise(col)
 
 
-def remove_invisible(col: Column) -> Column:
-    return F.regexp_replace(col, INVISIBLE, "")
+def remove_invisible(texts: pa.Array) -> pa.Array:
+    return pc.replace_substring_regex(texts, INVISIBLE, "")
 
 
-def collapse_whitespace(col: Column) -> Column:
-    return F.trim(F.regexp_replace(col, WHITESPACE, " "))
+def collapse_whitespace(texts: pa.Array) -> pa.Array:
+    """Whitespace runs -> one space; then plain spaces trimmed from both ends."""
+    return pc.utf8_trim(pc.replace_substring_regex(texts, WHITESPACE, " "), " ")

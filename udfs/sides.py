@@ -1,4 +1,6 @@
-"""One Python pass per side: the work that needs a library (OpenCC, jieba, fastText).
+"""One Python pass per side: the normalization every line goes through (Arrow kernels over
+the batch: invisible characters, Moses punctuation, whitespace) and the work that needs a
+library (OpenCC, jieba, fastText).
 
 `analyze_texts` is the pure function (testable without Spark); `side_analyzer` wraps it as a
 vectorized pandas UDF returning a struct, so both sides of a pair share one Arrow round trip.
@@ -10,12 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql.functions import pandas_udf
 
+from udfs import normalize as N
 from udfs.brackets import bracket_profile
 from udfs.chinese import fullwidth_to_halfwidth, to_simplified
 from udfs.langid import identify_all
+from udfs.moses_punct import moses_punct_normalize
 from udfs.tokens import tokenize
 
 SIDE_SCHEMA = (
@@ -23,14 +28,32 @@ SIDE_SCHEMA = (
     "lang_probs map<string, float>, brackets array<int>"
 )
 FULLWIDTH_LANGS = frozenset({"zh", "ja"})
+CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 
 
 @dataclass(frozen=True)
 class SideOptions:
+    """One side's language, language-ID model and normalization steps (`normalize:`)."""
+
     lang: str
     langid_model: str
     to_simplified: bool = True
     fullwidth_to_halfwidth: bool = True
+    remove_invisible: bool = True
+    moses_punct: bool = True
+    collapse_whitespace: bool = True
+
+
+def normalize_batch(texts: pa.Array, opts: SideOptions) -> pa.Array:
+    """The steps every line goes through, each one pass of a C++ kernel over the batch (the JVM
+    ran them first, as unescaping and tag stripping still do: jobs/filtering/stages.py)."""
+    if opts.remove_invisible:
+        texts = N.remove_invisible(texts)
+    if opts.moses_punct and opts.lang not in CJK_LANGS:
+        texts = moses_punct_normalize(texts, opts.lang)
+    if opts.collapse_whitespace:
+        texts = N.collapse_whitespace(texts)
+    return texts
 
 
 def normalize_text(text: str, opts: SideOptions) -> str:
@@ -42,9 +65,10 @@ def normalize_text(text: str, opts: SideOptions) -> str:
 
 
 def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
-    """Normalized text, token count, longest token, top language and its probability, every
-    likely language's probability, and the bracket/quote profile of each text (None ->
-    nulls)."""
+    """Normalized text (`normalize_batch`, then OpenCC and full-width forms), token count,
+    longest token, top language and its probability, every likely language's probability, and
+    the bracket/quote profile of each text (None -> nulls)."""
+    texts = normalize_batch(pa.array(texts, pa.string()), opts).to_pylist()
     present = [i for i, t in enumerate(texts) if t is not None]
     normalized = [normalize_text(texts[i], opts) for i in present]
     tokens = [tokenize(t, opts.lang) for t in normalized]

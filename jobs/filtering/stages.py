@@ -15,10 +15,8 @@ from jobs.filtering.scorer_rules import scorer_rules
 from udfs import normalize as N
 from udfs import rules as registry
 from udfs.dedup import dedup_key
-from udfs.moses_punct import moses_punct_normalize
 from udfs.sides import SIDE_SCHEMA, SideOptions, side_analyzer
 
-CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
 INGEST_ERRORS = ["invalid_utf8", "nul_byte", "line_too_long", "malformed_line"]
 
 
@@ -35,19 +33,14 @@ def reject_where(df: DataFrame, failing: Column, stage: str, rule: str) -> DataF
     ).withColumn("reject_rule", F.when(hit, rule).otherwise(F.col("reject_rule")))
 
 
-def jvm_steps(lang: str, conf: NormalizeConf) -> list[Callable[[Column], Column]]:
-    """The enabled language-independent steps (and Moses for non-CJK sides), all in the JVM."""
+def jvm_steps(conf: NormalizeConf) -> list[Callable[[Column], Column]]:
+    """The enabled steps that stay in the JVM: each skips a line without `&` or `<` (most
+    lines) for the cost of a `contains`. The others run in the per-side Arrow pass."""
     steps: list[Callable[[Column], Column]] = []
     if conf.unescape_entities:
         steps.append(N.unescape_entities)
     if conf.strip_html:
         steps.append(N.strip_html)
-    if conf.remove_invisible:
-        steps.append(N.remove_invisible)
-    if conf.moses_punct and lang not in CJK_LANGS:
-        steps.append(partial(moses_punct_normalize, lang=lang))
-    if conf.collapse_whitespace:
-        steps.append(N.collapse_whitespace)
     return steps
 
 
@@ -55,17 +48,18 @@ def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) 
     """Normalized src/tgt plus `src_a`/`tgt_a` analysis structs (one Python pass per row)."""
     ok = F.col("ingest_error").isNull()
     df = raw
-    for side, lang in cfg.sides:
+    for side, _ in cfg.sides:
         # One projection per step. Steps read their input several times (a guard, then the
         # rewrite), and unescaping goes through `reflect`, which Spark treats as
         # nondeterministic and so never shares: nested in one expression, each read would
         # redo every step before it (measured 3.5x slower on news text).
-        for step in jvm_steps(lang, cfg.normalize):
+        for step in jvm_steps(cfg.normalize):
             df = df.withColumn(side, F.when(ok, step(F.col(side))).otherwise(F.col(side)))
     n = cfg.normalize
     for side, lang in cfg.sides:
         opts = SideOptions(
-            lang, langid_model, n.traditional_to_simplified, n.fullwidth_to_halfwidth
+            lang, langid_model, n.traditional_to_simplified, n.fullwidth_to_halfwidth,
+            n.remove_invisible, n.moses_punct, n.collapse_whitespace,
         )
         df = df.withColumn(f"{side}_a", side_analyzer(opts)(F.when(ok, F.col(side))))
     if cfg.mono:  # no target side: its scores come out null and its rules are skipped
