@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from jobs.filtering.config import load_config  # noqa: E402
-from udfs.rules import copied_words, copy_share  # noqa: E402
+from udfs.rules import copied_words, copy_share, nonspace_chars  # noqa: E402
 
 THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
 
@@ -86,7 +86,9 @@ def main() -> None:
     rows = [c for c in cases(args.data)
             if zlib.crc32((c[2] if c[1] == "valid" else c[3]).encode()) % 2 == wanted]
     df = spark.createDataFrame(rows, "lang string, kind string, src string, tgt string")
-    scored = df.select("lang", "kind", copy_share(F.col("src"), F.col("tgt")).alias("share"),
+    src, tgt = F.col("src"), F.col("tgt")
+    share = copy_share(src, tgt, nonspace_chars(src), nonspace_chars(tgt))
+    scored = df.select("lang", "kind", share.alias("share"),
                        F.size(copied_words(F.col("src"), F.col("tgt"))).alias("words"))
     settings = load_config(REPO / "conf/zh-en.yaml")
     min_words = settings.rule_settings["min_copied_words"]

@@ -43,7 +43,6 @@ URL_EMAIL_HTML = (
     r"|&(?:[a-z]+|#\d+|#x[0-9a-f]+);"
 )
 URL_EMAIL_HTML_GUARD = r"[:@<&]|(?i:www\.)"  # every match of URL_EMAIL_HTML has one of these
-PUNCT = r"[\p{P}\p{S}]+"
 # The script a language is written in (Java regex classes); Latin unless listed.
 SCRIPTS = {
     "zh": r"\p{IsHan}",
@@ -105,13 +104,13 @@ def bracket_mismatch(src_profile: Column, tgt_profile: Column) -> Column:
 
 
 def nonspace_chars(col: Column) -> Column:
+    """Characters other than U+0020, in the JVM: for callers without the side analysis (the
+    rules read the Arrow pass's count, udfs/text_stats.py)."""
     return F.length(F.replace(col, F.lit(" "), F.lit("")))
 
 
-def punct_share(col: Column) -> Column:
-    chars = nonspace_chars(col)
-    punct = F.length(col) - F.length(F.regexp_replace(col, PUNCT, ""))
-    return F.when(chars > 0, punct / chars)
+def punct_share(punct_chars: Column, nonspace: Column) -> Column:
+    return F.when(nonspace > 0, punct_chars / nonspace)
 
 
 def first_match(src: Column, tgt: Column, pattern: str, guard: str) -> Column:
@@ -132,11 +131,10 @@ def special_match(src: Column, tgt: Column, patterns: dict[str, str]) -> Column:
     return F.coalesce(*hits) if hits else F.lit(None).cast("string")
 
 
-def digit_share(col: Column) -> Column:
+def digit_share(col: Column, nonspace: Column) -> Column:
     """Digits (any script's) over the non-space characters."""
-    chars = nonspace_chars(col)
     digits = F.length(col) - F.length(F.regexp_replace(col, r"\p{Nd}", ""))
-    return F.when(chars > 0, digits / chars)
+    return F.when(nonspace > 0, digits / nonspace)
 
 
 # A word an untranslated span carries: a lowercase letter then two or more letters. Names
@@ -158,7 +156,7 @@ def copied_words(src: Column, tgt: Column) -> Column:
         F.array().cast("array<string>"))
 
 
-def copy_share(src: Column, tgt: Column) -> Column:
+def copy_share(src: Column, tgt: Column, src_nonspace: Column, tgt_nonspace: Column) -> Column:
     """The larger of the two sides' share of non-space characters in words found on both
     sides: a target left half in the source language scores about one half, a translation
     sharing a few names or numbers about zero. Monolingual text (no target) scores 0."""
@@ -166,7 +164,7 @@ def copy_share(src: Column, tgt: Column) -> Column:
     copied = F.aggregate(shared, F.lit(0), lambda total, word: total + F.length(word))
     # The larger share is the one of the shorter side (a side with no characters has no words:
     # nothing is copied, and the share is 0).
-    shorter = F.least(nonspace_chars(src), nonspace_chars(tgt))
+    shorter = F.least(src_nonspace, tgt_nonspace)
     return F.coalesce(F.when(shorter > 0, copied / shorter), F.lit(0.0))
 
 
@@ -307,7 +305,7 @@ class Rule:
 # --- The rules -----------------------------------------------------------------------------
 # Scores used by more than one rule are declared once and listed by each.
 
-CHARS = SideScores({"chars": lambda s: F.length(s.text)})
+CHARS = SideScores({"chars": lambda s: s.analysis("chars")})
 TOKENS = SideScores({"tokens": lambda s: s.analysis("n_tokens")})
 SCRIPT_SHARE = SideScores({"script_share": lambda s: script_share(s.text, s.lang)})
 LANG = SideScores(  # fastText lid.176 (udfs/langid.py): the top label, its probability, and
@@ -388,7 +386,7 @@ RULES: tuple[Rule, ...] = (
             RowScore(
                 "identical",
                 lambda row: (
-                    (F.length(row.src.text) == F.length(row.tgt.text))
+                    (row.src.analysis("chars") == row.tgt.analysis("chars"))
                     & (F.lower(row.src.text) == F.lower(row.tgt.text))
                 ),
             ),
@@ -439,7 +437,7 @@ RULES: tuple[Rule, ...] = (
                 {
                     "char_word_ratio": lambda s: F.when(
                         s.analysis("n_tokens") > 0,
-                        nonspace_chars(s.text) / s.analysis("n_tokens"),
+                        s.analysis("nonspace_chars") / s.analysis("n_tokens"),
                     )
                 }
             ),
@@ -458,7 +456,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "punct_share",
         "A side's punctuation/symbols over its non-space characters above max_punct_share.",
-        scores=(SideScores({"punct_share": lambda s: punct_share(s.text)}),),
+        scores=(SideScores({"punct_share": lambda s: punct_share(
+            s.analysis("punct_chars"), s.analysis("nonspace_chars"))}),),
         fails=lambda row: row.largest("punct_share") > row.settings["max_punct_share"],
         settings=(Setting("max_punct_share", float, "most punctuation share on either side",
                           cuts="punct_share", bound="max"),),
@@ -466,7 +465,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "src_digit_share",
         "The source side's digits over its non-space characters above max_src_digit_share.",
-        scores=(SideScores({"digit_share": lambda s: digit_share(s.text)}, sides=("src",)),),
+        scores=(SideScores({"digit_share": lambda s: digit_share(
+            s.text, s.analysis("nonspace_chars"))}, sides=("src",)),),
         fails=lambda row: row.src.score("digit_share") > row.settings["max_src_digit_share"],
         settings=(Setting("max_src_digit_share", float, "most digit share on the source side",
                           cuts="digit_share", bound="max"),),
@@ -492,7 +492,9 @@ RULES: tuple[Rule, ...] = (
         scores=(
             RowScore("copied_words", lambda row: F.size(copied_words(row.src.text,
                                                                        row.tgt.text))),
-            RowScore("copy_share", lambda row: copy_share(row.src.text, row.tgt.text)),
+            RowScore("copy_share", lambda row: copy_share(
+                row.src.text, row.tgt.text, row.src.analysis("nonspace_chars"),
+                row.tgt.analysis("nonspace_chars"))),
         ),
         fails=lambda row: (F.col("copied_words") >= row.settings["min_copied_words"])
         & (F.col("copy_share") > row.settings["max_copy_share"]),

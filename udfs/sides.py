@@ -2,8 +2,9 @@
 the batch: invisible characters, Moses punctuation, whitespace) and the work that needs a
 library (OpenCC, jieba, fastText).
 
-`analyze_texts` is the pure function (testable without Spark); `side_analyzer` wraps it as a
-vectorized pandas UDF returning a struct, so both sides of a pair share one Arrow round trip.
+`analyze_batch` is the pure function (testable without Spark); `side_analyzer` wraps it as an
+Arrow UDF returning a struct (Arrow arrays in and out, no pandas), so the side's work shares
+one round trip.
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ from dataclasses import dataclass
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Column
-from pyspark.sql.functions import pandas_udf
+from pyspark.sql.functions import arrow_udf
 
 from udfs import normalize as N
 from udfs.brackets import bracket_profile
 from udfs.chinese import fullwidth_to_halfwidth, to_simplified
 from udfs.langid import identify_all
 from udfs.moses_punct import moses_punct_normalize
+from udfs.text_stats import STATS_SCHEMA, char_counts
 from udfs.tokens import tokenize
 
 SIDE_SCHEMA = (
     "text string, n_tokens int, max_token_chars int, lang string, lang_prob float, "
-    "lang_probs map<string, float>, brackets array<int>"
+    f"lang_probs map<string, float>, brackets array<int>, {STATS_SCHEMA}"
 )
 FULLWIDTH_LANGS = frozenset({"zh", "ja"})
 CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
@@ -64,11 +66,12 @@ def normalize_text(text: str, opts: SideOptions) -> str:
     return text
 
 
-def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
-    """Normalized text (`normalize_batch`, then OpenCC and full-width forms), token count,
-    longest token, top language and its probability, every likely language's probability, and
-    the bracket/quote profile of each text (None -> nulls)."""
-    texts = normalize_batch(pa.array(texts, pa.string()), opts).to_pylist()
+def analyze_batch(texts: pa.Array, opts: SideOptions) -> pa.StructArray:
+    """Per text (SIDE_SCHEMA): the normalized text (`normalize_batch`, then OpenCC and
+    full-width forms), token count, longest token, top language and its probability, every
+    likely language's probability, the bracket/quote profile and the character counts
+    (udfs/text_stats.py). A null text gets nulls."""
+    texts = normalize_batch(texts, opts).to_pylist()
     present = [i for i, t in enumerate(texts) if t is not None]
     normalized = [normalize_text(texts[i], opts) for i in present]
     tokens = [tokenize(t, opts.lang) for t in normalized]
@@ -76,30 +79,38 @@ def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
         identify_all(opts.langid_model, normalized) if normalized else ([], [], [])
     )
 
-    def column(values: list, dtype: str | type) -> pd.Series:
+    def column(values: list, dtype: pa.DataType) -> pa.Array:
         if len(present) < len(texts):  # put the values back among the nulls
             spread: list = [None] * len(texts)
             for i, value in zip(present, values, strict=True):
                 spread[i] = value
             values = spread
-        return pd.Series(values, dtype=dtype)
+        return pa.array(values, dtype)
 
-    return pd.DataFrame(
-        {
-            "text": column(normalized, object),
-            "n_tokens": column([len(t) for t in tokens], "Int32"),
-            "max_token_chars": column([max(map(len, t), default=0) for t in tokens], "Int32"),
-            "lang": column(langs, object),
-            "lang_prob": column(probs, "Float32"),
-            "lang_probs": column(all_probs, object),
-            "brackets": column([bracket_profile(t) for t in normalized], object),
-        }
-    )
+    text = column(normalized, pa.string())
+    fields = {
+        "text": text,
+        "n_tokens": column([len(t) for t in tokens], pa.int32()),
+        "max_token_chars": column([max(map(len, t), default=0) for t in tokens], pa.int32()),
+        "lang": column(langs, pa.string()),
+        "lang_prob": column(probs, pa.float32()),
+        "lang_probs": column([list(p.items()) for p in all_probs],
+                             pa.map_(pa.string(), pa.float32())),
+        "brackets": column([bracket_profile(t) for t in normalized], pa.list_(pa.int32())),
+        **{name: counts.cast(pa.int32()) for name, counts in char_counts(text).items()},
+    }
+    return pa.StructArray.from_arrays(list(fields.values()), names=list(fields))
+
+
+def analyze_texts(texts: list[str | None], opts: SideOptions) -> pd.DataFrame:
+    """`analyze_batch` of a list, as a DataFrame (maps as dicts): for tests and benchmarks."""
+    batch = analyze_batch(pa.array(texts, pa.string()), opts)
+    return pa.Table.from_struct_array(batch).to_pandas(maps_as_pydicts="strict")
 
 
 def side_analyzer(opts: SideOptions) -> Callable[[Column], Column]:
-    @pandas_udf(SIDE_SCHEMA)
-    def analyze(texts: pd.Series) -> pd.DataFrame:
-        return analyze_texts(texts.tolist(), opts)
+    @arrow_udf(SIDE_SCHEMA)
+    def analyze(texts: pa.Array) -> pa.Array:
+        return analyze_batch(texts, opts)
 
     return analyze
