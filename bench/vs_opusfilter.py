@@ -19,8 +19,9 @@ Runs, one after the other, each a subprocess whose whole process tree is measure
      --corpus wmt --input <tsv> --lake <work>/lake` (conf/defaults.yaml, nothing turned on);
   2b. (--c1-run, off by default) the same with the driver JVM compiling with C1 only
      (SPARK_SUBMIT_OPTS, see C1_ONLY below);
-  3. the library-only floor: the per-side calls sluice cannot avoid (OpenCC, jieba, fastText
-     on both sides: udfs.sides.analyze_texts in batches of 4,096), in this process;
+  3. sluice's per-side Python work alone, the floor of its Python workers: the Arrow pass of
+     both sides (udfs.sides.analyze_batch in batches of 4,096: normalization kernels, OpenCC,
+     jieba, fastText, character counts), in this process;
   4. (--scale-run, on by default) sluice again on --scale times the data: time should grow
      linearly, memory stay flat.
 
@@ -37,22 +38,24 @@ its first row: when the job logs `reading ...` (the numbering pass reads every r
 it logs `ingest ...: started` (the first rows staged), from the bench's clock. The machine may
 be shared: the load average is printed; the CPU column is the steadier figure.
 
-Measured 2026-11-24 at b0e96d0 (the JIT setting of conf/spark-defaults.conf, pruned language
-ID), 2 CPUs, load average 1.1 at the start, 3.3 at the end:
+Measured 2026-11-26 with issue 28's changes (the Arrow side pass, the 3g driver heap of
+conf/spark-defaults.conf), 2 CPUs, load average 2.8 at the start, 3.3 at the end:
 
 | run | pairs | wall s | CPU-s | pairs per CPU-s | CPU/wall | peak RSS GiB | kept |
 |---|---|---|---|---|---|---|---|
-| OpusFilter 3.3.1 (one process) | 418,472 | 88.9 | 88.8 | 4,714 | 100% | 0.11 | 300,114 |
-| sluice filter.py (local[2]) | 418,472 | 121.4 | 223.9 | 1,869 | 184% | 2.34 | 309,629 |
-| library floor: OpenCC+jieba+fastText, both sides | 418,472 | 39.8 | 39.8 | 10,528 | 100% | - | - |
-| sluice at 4x | 1,673,888 | 353.2 | 682.3 | 2,453 | 193% | 2.37 | 1,238,985 |
+| OpusFilter 3.3.1 (one process) | 418,472 | 54.3 | 54.3 | 7,712 | 100% | 0.11 | 300,114 |
+| sluice filter.py (local[2]) | 418,472 | 73.3 | 131.7 | 3,176 | 180% | 2.75 | 309,409 |
+| sluice's per-side Python work alone | 418,472 | 36.7 | 36.7 | 11,406 | 100% | - | - |
+| sluice at 4x | 1,673,888 | 193.3 | 368.8 | 4,538 | 191% | 2.81 | 1,238,107 |
 
-sluice CPU per pair / OpusFilter's: 2.52x. sluice's CPU: 170.6 s JVM + Python driver +
-daemon, 53.3 s in the 6 Python workers; first row read at 18.9 s. 4x: wall 2.91x, CPU 3.05x,
-peak RSS 1.01x.
+sluice CPU per pair / OpusFilter's: 2.43x; per extra pair (1x -> 4x) 0.189 ms against
+OpusFilter's 0.130 (0.101 in the Python workers, 0.088 in the JVM); first rows staged at
+16.7 s. 4x: wall 2.64x, CPU 2.80x, peak RSS 1.02x.
 
-Earlier: 2026-11-23 at b64fc5d, 2.28x (OpusFilter 114.7 CPU-s, sluice 262.1, C1-only 273.5,
-first row at 24.8 s); before that (b0d0fde's funnel, load average 6-8) 3.42x, 4x wall 4.45x.
+Earlier: 2026-11-24 at b0e96d0, 2.52x (OpusFilter 88.8 CPU-s, sluice 223.9, 4x 682.3: 0.365
+ms per extra pair; first row at 18.9 s); 2026-11-23 at b64fc5d, 2.28x (OpusFilter 114.7
+CPU-s, sluice 262.1); before that (b0d0fde's funnel, load average 6-8) 3.42x. OpusFilter's
+own CPU moves between runs (54-115 CPU-s on the same pairs): compare within one run.
 """
 
 from __future__ import annotations
@@ -385,6 +388,7 @@ def run_sluice(work: Path, tsv: Path, name: str, master: str, jvm_opts: str = ""
     shutil.rmtree(lake, ignore_errors=True)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_SUBMIT_OPTS=jvm_opts)
+    env.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))  # sluice's Spark settings, as `make`'s
     env.pop("SPARK_HOME", None)
     cmd = [
         str(BIN / "spark-submit"),
@@ -428,19 +432,21 @@ def run_sluice(work: Path, tsv: Path, name: str, master: str, jvm_opts: str = ""
 
 # -- the library-only floor -------------------------------------------------------------------
 def library_floor(real: list[tuple[str, str]], copies: int, batch: int = 4096) -> dict:
-    """OpenCC + jieba + fastText on both sides of every pair, in this process, no Spark."""
+    """The per-side Arrow pass on both sides of every pair, in this process, no Spark."""
+    import pyarrow as pa
+
     sys.path.insert(0, str(REPO))
-    from udfs.sides import SideOptions, analyze_texts
+    from udfs.sides import SideOptions, analyze_batch
 
     zh_opts, en_opts = SideOptions("zh", str(MODEL)), SideOptions("en", str(MODEL))
-    analyze_texts([p[0] for p in real[:200]], zh_opts)  # load the models outside the clock
-    analyze_texts([p[1] for p in real[:200]], en_opts)
+    analyze_batch(pa.array([p[0] for p in real[:200]]), zh_opts)  # models loaded off the clock
+    analyze_batch(pa.array([p[1] for p in real[:200]]), en_opts)
     pairs = list(copies_of(real, copies))
     cpu0, wall0 = time.process_time(), time.monotonic()
     for i in range(0, len(pairs), batch):
         chunk = pairs[i : i + batch]
-        analyze_texts([p[0] for p in chunk], zh_opts)
-        analyze_texts([p[1] for p in chunk], en_opts)
+        analyze_batch(pa.array([p[0] for p in chunk]), zh_opts)
+        analyze_batch(pa.array([p[1] for p in chunk]), en_opts)
     return {
         "cpu_s": round(time.process_time() - cpu0, 2),
         "wall_s": round(time.monotonic() - wall0, 2),
@@ -536,7 +542,7 @@ def main() -> None:
     print(row(f"sluice filter.py --pair zh-en ({args.master})", n, sl))
     if c1:
         print(row(f"sluice, SPARK_SUBMIT_OPTS={C1_ONLY}", n, c1))
-    print(row("library floor: OpenCC+jieba+fastText, both sides", n, floor))
+    print(row("sluice's per-side Python work alone", n, floor))
     if big:
         print(row(f"sluice at {args.scale}x", results["pairs_scaled"], big))
     print(f"\nsluice CPU per pair / OpusFilter CPU per pair: {ratio:.2f}x")

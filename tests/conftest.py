@@ -41,6 +41,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: others as found
 
 
+# Modules that share a session fixture below: each worker process builds its own, so they run
+# as one work unit, on one worker, and it is built once a run (not once per worker that gets
+# one of them). The unit takes the place of its first module in the order above.
+SHARE_A_WORKER = (
+    ("test_cluster.py", "test_determinism.py"),  # scored_tatoeba
+    ("test_translate_job.py", "test_report_runs.py", "test_translate_edges.py",
+     "test_translate_units.py"),  # tiny_multi_ct2, marian_ct2
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadfile with the modules of SHARE_A_WORKER as one unit, handed out in collection
+    order: xdist's default re-sorts units by their number of tests (most first), which put the
+    slowest modules, of a few tests each, last."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    unit_of = {name: group[0] for group in SHARE_A_WORKER for name in group}
+
+    class SharedUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            folder, _, name = path.rpartition("/")
+            return f"{folder}/{unit_of[name]}" if name in unit_of else path
+
+    config.option.loadscopereorder = False
+    return SharedUnits(config, log)
+
+
 @pytest.fixture(scope="session")
 def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("lake")
