@@ -1,16 +1,17 @@
 """Where a filter run's CPU goes (issue 28): the default funnel on real zh-en pairs with Java
-Flight Recorder on the driver JVM (local mode: it runs every task) and py-spy on the PySpark
-daemon and the Python workers it forks, then the top frames of each.
+Flight Recorder on the driver JVM (local mode: it runs every task), and py-spy on the work of
+its Python workers, then the top frames of each.
 
     .venv/bin/python bench/profile_filter.py --copies 2 --out /tmp/profile-filter.json
 
 Data: the WMT21-23 zh-en system outputs from ../shared/data, --copies times (as
 bench/vs_opusfilter.py writes them). JFR: `-XX:StartFlightRecording` with the JDK's `profile`
 settings (execution samples every 10 ms of Java code; time in native code and in the JIT
-compiler threads is not in them), read back with `jfr print --json`. py-spy: attached to
-each Python worker `pyspark.daemon` forks as soon as it appears, --nonblocking (it does not
-pause the workers), 100 samples a second; idle frames (a worker waiting for its next batch) are
-left out. Printed per profile: samples by thread group, the top frames by self time, and the
+compiler threads is not in them), read back with `jfr print --json`. py-spy (100 samples a
+second): the per-side pass a Python worker runs (udfs.sides.analyze_batch, both sides, batches
+of 4,096 rows), over the same pairs, in a process of its own. Attached to the workers themselves
+(`--subprocesses` on pyspark.daemon, or each forked worker) it kept only a few dozen samples of
+their start. Printed per profile: samples by thread group, the top frames by self time, and the
 share of samples under each frame (inclusive).
 """
 
@@ -21,11 +22,8 @@ import collections
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,60 +31,29 @@ import vs_opusfilter as vs  # noqa: E402
 
 JFR = Path(os.path.realpath(shutil.which("java") or "java")).parent / "jfr"
 PY_SPY = vs.BIN / "py-spy"
-IDLE = ("select", "poll", "read", "recv_into", "readinto", "wait", "accept", "_read_with_length",
-        "read_int", "load_stream", "dump_stream")
 
 
-def daemon_pid(timeout_s: float) -> int | None:
-    """The pid of the first `pyspark.daemon` process to appear."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            if b"pyspark.daemon" in cmd:
-                return int(pid)
-        time.sleep(0.2)
-    return None
+SIDE_PASS = """
+import sys
+import pyarrow as pa
+sys.path.insert(0, {repo!r})
+from udfs.sides import SideOptions, analyze_batch
+pairs = [line.rstrip("\\n").split("\\t") for line in open({tsv!r}, encoding="utf-8")]
+zh, en = SideOptions("zh", {model!r}), SideOptions("en", {model!r})
+for i in range(0, len(pairs), 4096):  # as a worker gets them: Arrow batches of 4,096 rows
+    chunk = pairs[i : i + 4096]
+    analyze_batch(pa.array([p[0] for p in chunk]), zh)
+    analyze_batch(pa.array([p[1] for p in chunk]), en)
+"""
 
 
-def children(pid: int) -> set[int]:
-    found = set()
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rpartition(")")[2].split()[1]) == pid:
-            found.add(int(entry))
-    return found
-
-
-def attach_py_spy(out_dir: Path, done: threading.Event) -> threading.Thread:
-    """A py-spy recording of each Python worker the daemon forks, as it appears (py-spy's own
-    --subprocesses missed workers forked after it attached)."""
-    def run() -> None:
-        daemon = daemon_pid(600)
-        spies: dict[int, subprocess.Popen] = {}
-        while daemon is not None and not done.is_set():
-            for pid in children(daemon) - spies.keys():
-                spies[pid] = subprocess.Popen(
-                    [str(PY_SPY), "record", "--pid", str(pid), "--nonblocking", "--format",
-                     "raw", "--output", str(out_dir / f"worker-{pid}.txt")],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.2)
-        for spy in spies.values():  # each stops when its worker exits
-            try:
-                spy.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                spy.send_signal(signal.SIGINT)
-                spy.wait(timeout=10)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+def profile_side_pass(tsv: Path, out: Path) -> None:
+    """py-spy over the per-side pass of every pair, run as a worker runs it, in a process of
+    its own: the Python workers' own work without Spark's serving around it."""
+    code = SIDE_PASS.format(repo=str(vs.REPO), tsv=str(tsv), model=str(vs.MODEL))
+    subprocess.run([str(PY_SPY), "record", "--format", "raw", "--output", str(out), "--",
+                    sys.executable, "-c", code],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 
 
 def top(counts: collections.Counter, total: int, n: int) -> list[tuple[float, str]]:
@@ -123,8 +90,7 @@ def py_spy_profile(raws: list[Path], n: int) -> dict:
     for line in lines:
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
-        leaf = frames[-1].split(" (")[0] if frames else ""
-        if not count.isdigit() or leaf in IDLE:
+        if not count.isdigit():
             continue
         k = int(count)
         total += k
@@ -146,25 +112,18 @@ def main() -> None:
     vs.claim_work(args.work)
     tsv = args.work / "pairs.tsv"
     n = vs.write_tsv(tsv, vs.real_pairs(None), args.copies)
-    recording = args.work / "driver.jfr"
-    done = threading.Event()
-    spy = attach_py_spy(args.work, done)
+    recording, raw = args.work / "driver.jfr", args.work / "side-pass.txt"
     run = vs.run_sluice(args.work, tsv, "profile", "local[2]",
                         f"-XX:StartFlightRecording=filename={recording},settings=profile")
-    done.set()
-    spy.join(timeout=60)
-    raws = sorted(args.work.glob("worker-*.txt"))
+    profile_side_pass(tsv, raw)
     result = {"pairs": n, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
               "python_workers_cpu_s": run["cpu_s_autoreaped"],
               "jvm": jfr_profile(recording, args.top),
-              "python": py_spy_profile(raws, args.top) if raws else None}
+              "python": py_spy_profile([raw], args.top)}
     print(f"{n:,} pairs: {run['wall_s']} s wall, {run['cpu_s']} CPU-s "
           f"({run['cpu_s_autoreaped']} in the Python workers)")
     for side in ("jvm", "python"):
         prof = result[side]
-        if prof is None:
-            print(f"\n{side}: no profile (py-spy could not attach)")
-            continue
         print(f"\n== {side}: {prof.get('samples', prof.get('busy_samples'))} samples")
         for key in ("threads", "self_by_file", "self", "inclusive"):
             if key in prof:
