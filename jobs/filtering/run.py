@@ -94,11 +94,8 @@ class FilterRun:
         """The input rows, staged as the run's raw table (read back: later steps start there)."""
         lay = self.layout
         with self.stage(f"ingest into {lay.raw}"):
-            # Spread by row id where the input is read in fewer splits than that (a gzip file
-            # is one): a shuffle of every raw row, skipped where the read is spread already.
-            wanted = self.partitions()
-            spread = (raw if raw.rdd.getNumPartitions() >= wanted
-                      else raw.repartition(wanted, "row_id"))
+            # Spread by row id: a gzip file is read as one partition.
+            spread = raw.repartition(self.partitions(), "row_id")
             parts = [lay.key, "corpus", *self.source_cols]
             self.rows_in = lay.inward(self.staged(lay.outward(spread), lay.raw, parts))
         return self.rows_in
