@@ -4,6 +4,7 @@ the run, do the work, commit it all or mark it failed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,16 +15,15 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.kit.config import ConfigError, JobConfig
+from jobs.kit.config import ConfigError, JobConfig, check_run_id
 from jobs.kit.ingest import InputError
-from jobs.lake.store import Flip, Lake, gc, write_staged
-from jobs.kit.config import check_run_id
+from jobs.kit.launcher import sluice_path
+from jobs.kit.progress import log
+from jobs.lake import plain_query
 from jobs.lake.lock import BUSY_EXIT, LakeBusy, run_alive, run_lease
 from jobs.lake.metastore import metastore_conf, metastore_failure
-from jobs.kit.progress import log
-from jobs.kit.launcher import sluice_path
-from jobs.lake import plain_query
 from jobs.lake.session import build_session, spark_sql_command
+from jobs.lake.store import Flip, Lake, gc, write_staged
 from udfs.paths import is_local_path, local_path
 
 RUNS_SCHEMA = (
@@ -272,6 +272,7 @@ def exit_code(job: Callable[[], int]) -> int:
         return 0
     except (ConfigError, InputError) as err:
         print(f"sluice: error: {err}", file=sys.stderr)
+        quiet_jvm()
         return 2
     except LakeBusy as busy:
         print(f"sluice: {busy}", file=sys.stderr)
@@ -281,3 +282,15 @@ def exit_code(job: Callable[[], int]) -> int:
             raise
         print(f"sluice: {lost}", file=sys.stderr)
         return 1
+
+
+def quiet_jvm() -> None:
+    """Spark's logging off once a job has said its one error line: the catalog may still be
+    opening beside it (jobs/lake/beside.py) as the JVM stops, and the Hive client logs that
+    cut-short work with stack traces (a truncated gzip input fails seconds in)."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone already: nothing to quiet
+            context.setLogLevel("OFF")
