@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from jobs.filtering.config import load_config  # noqa: E402
-from udfs.rules import copied_words, copy_share, nonspace_chars  # noqa: E402
+from udfs.rules import copied_words, copy_share  # noqa: E402
 
 THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
 
@@ -87,7 +87,11 @@ def main() -> None:
             if zlib.crc32((c[2] if c[1] == "valid" else c[3]).encode()) % 2 == wanted]
     df = spark.createDataFrame(rows, "lang string, kind string, src string, tgt string")
     src, tgt = F.col("src"), F.col("tgt")
-    share = copy_share(src, tgt, nonspace_chars(src), nonspace_chars(tgt))
+
+    def nonspace(col):  # the filter counts these in its Arrow pass (udfs/text_stats.py)
+        return F.length(F.replace(col, F.lit(" "), F.lit("")))
+
+    share = copy_share(src, tgt, nonspace(src), nonspace(tgt))
     scored = df.select("lang", "kind", share.alias("share"),
                        F.size(copied_words(F.col("src"), F.col("tgt"))).alias("words"))
     settings = load_config(REPO / "conf/zh-en.yaml")

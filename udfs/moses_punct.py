@@ -27,35 +27,19 @@ This ran as a chain of Spark column expressions until issue 28: 0.12 ms of JVM C
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from udfs.unicode_class import chars_where, re2_class
 
 # (RE2 pattern, replacement with \\1 group references); a pattern that is a plain literal runs
 # as a literal replace, so its replacement must hold no backslash.
 Rule = tuple[str, str]
 
 
-def _class(chars: str) -> str:
-    """An RE2 character class matching exactly `chars`, as \\x{...} ranges."""
-    ranges: list[list[int]] = []
-    for cp in map(ord, chars):
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
-    return "[" + "".join(parts) + "]"
-
-
-def _chars(pred: Callable[[str], bool]) -> str:
-    return "".join(c for c in map(chr, range(0x110000)) if pred(c))
-
-
-DIGIT = _class(_chars(str.isdecimal))  # Python re's \d on str (Unicode category Nd)
-SPACE_CHARS = _chars(str.isspace)  # Python re's \s on str, and what str.strip() strips
-SPACE = _class(SPACE_CHARS)
+DIGIT = re2_class(chars_where(str.isdecimal))  # Python re's \d on str (Unicode category Nd)
+SPACE_CHARS = chars_where(str.isspace)  # Python re's \s on str, and what str.strip() strips
+SPACE = re2_class(SPACE_CHARS)
 NBSP = "\u00a0"
 
 EXTRA_WHITESPACE: list[Rule] = [

@@ -103,12 +103,6 @@ def bracket_mismatch(src_profile: Column, tgt_profile: Column) -> Column:
     return total
 
 
-def nonspace_chars(col: Column) -> Column:
-    """Characters other than U+0020, in the JVM: for callers without the side analysis (the
-    rules read the Arrow pass's count, udfs/text_stats.py)."""
-    return F.length(F.replace(col, F.lit(" "), F.lit("")))
-
-
 def punct_share(punct_chars: Column, nonspace: Column) -> Column:
     return F.when(nonspace > 0, punct_chars / nonspace)
 

@@ -14,25 +14,14 @@ import unicodedata
 import pyarrow as pa
 import pyarrow.compute as pc
 
-
-def _class(pred) -> str:
-    """An RE2 class of the code points `pred` holds for, as \\x{...} ranges."""
-    ranges: list[list[int]] = []
-    for cp in range(0x110000):
-        if pred(chr(cp)):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1][1] = cp
-            else:
-                ranges.append([cp, cp])
-    return "[" + "".join(f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges) + "]"
-
+from udfs.unicode_class import chars_where, re2_class
 
 # Punctuation and symbols (Unicode categories P* and S*), the classes java.util.regex spelled
 # [\p{P}\p{S}] when this rule ran in the JVM. Spelled from Python's Unicode tables (14.0 for
 # Python 3.11) rather than RE2's, so the class does not move with the pyarrow version. Java 17
 # knew Unicode 13.0: the 198 code points that are P or S since 14.0 (U+061D, U+20C0, U+2E53..,
 # emoji) count as punctuation now, and none else differs (every code point compared).
-PUNCT = _class(lambda c: unicodedata.category(c)[0] in "PS") + "+"
+PUNCT = re2_class(chars_where(lambda c: unicodedata.category(c)[0] in "PS")) + "+"
 
 STATS_SCHEMA = "chars int, nonspace_chars int, punct_chars int"
 
