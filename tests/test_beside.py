@@ -19,9 +19,9 @@ def test_work_runs_in_order_and_waiting_returns_its_first_error() -> None:
     gate = threading.Event()
     beside.submit(lambda: (gate.wait(5), done.append("open")))
     beside.submit(lambda: done.append("register"))
-    assert beside.busy() and done == []
+    assert beside.used() and done == [] and beside.failed_so_far() is None
     gate.set()
-    assert beside.failure() is None and done == ["open", "register"] and not beside.busy()
+    assert beside.failure() is None and done == ["open", "register"]
 
     def refuse() -> None:
         raise ValueError("run id taken")
@@ -30,7 +30,24 @@ def test_work_runs_in_order_and_waiting_returns_its_first_error() -> None:
     beside.submit(lambda: done.append("after"))
     error = beside.failure()
     assert isinstance(error, ValueError) and done[-1] == "after"
+    assert beside.failed_so_far() is error
     assert beside.failure() is error  # said again to every later caller
+
+
+def test_held_work_waits_for_the_first_use_and_then_runs_first() -> None:
+    # The filter job's catalog opening: held while the job numbers its input, started by the
+    # run's registration (queued behind it) or by the first wait.
+    beside, done = Beside(), []
+    beside.hold(lambda: done.append("open"))
+    time.sleep(0.2)
+    assert beside.used() and done == [] and beside.failed_so_far() is None
+    beside.submit(lambda: done.append("register"))
+    assert beside.failure() is None and done == ["open", "register"]
+
+    waited = Beside()
+    waited.hold(lambda: done.append("opened by a wait"))
+    assert waited.failure() is None and done[-1] == "opened by a wait"
+    assert not Beside().used()
 
 
 def test_the_worker_does_not_wait_for_itself() -> None:

@@ -83,8 +83,8 @@ def config_from_args(args: argparse.Namespace) -> FilterConfig:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     run_id = args.run_id or new_run_id(cfg.hash())  # a given one was checked in main()
-    # The catalog opens beside the reading of the input (first row seconds sooner); a
-    # catalog table as input waits for it.
+    # The catalog opens beside the job once its input is numbered, and the run registers
+    # there too (first rows staged seconds sooner); a catalog table as input waits for it.
     spark, lake = open_lake("sluice-filter", cfg, run_id, beside=True)
     if any(inp.format == "table" for inp in cfg.inputs):
         lake.ready()

@@ -63,6 +63,7 @@ class FilterRun:
     ) -> DataFrame:
         """Write `df` under the run's directory and read it back: later steps start from the
         files instead of recomputing everything before them."""
+        self.lake.check()  # a run that cannot commit (its id taken) stops at the next step
         parts = partition_cols or []
         write_staged(df, f"{self.dir}/{name}", parts)
         # Read with the written types (not inferred from directory names: a corpus `2019`

@@ -124,8 +124,9 @@ def open_lake_at(app_name: str, root: str, database: str, conf: dict[str, str] |
     lake's metastore lock (`run_id` names it to others); LakeBusy if another job has it.
     `existing`: a job that reads or tidies a lake (report, gc) refuses a root holding none,
     so a mistyped --lake does not become a new, empty lake. `beside`: the catalog opens
-    (and the lake is settled) in a thread beside the job's first work, which must not touch
-    the catalog but through the lake (jobs/lake/beside.py): the first row is read seconds sooner."""
+    (and the lake is settled) in a thread beside the job's work from the lake's first use on;
+    work before that must not touch the catalog but through the lake (jobs/lake/beside.py):
+    the first rows are staged seconds sooner."""
     if existing:
         check_lake_exists(root)
     log(f"{app_name}: starting Spark")

@@ -100,21 +100,30 @@ class Lake:
 
     # -- work beside the job's own (jobs/lake/beside.py) --------------------------------------
     def open_beside(self, then: Callable[[], None]) -> None:
-        """Open the catalog, then run `then`, in a thread beside the caller's work: every
-        catalog call of this lake waits for both (`ready`)."""
-        self._beside.submit(lambda: (self.open_catalog(), then()))
+        """Open the catalog, then run `then`, in a thread beside the caller's work, from the
+        lake's first use on (`when_ready`, `ready`): the job's first Spark work (numbering its
+        input, a cold JVM's slowest query) has the cores to itself. Every catalog call of this
+        lake waits for both (`ready`)."""
+        self._beside.hold(lambda: (self.open_catalog(), then()))
 
     def when_ready(self, work: Callable[[], None]) -> None:
-        """Run `work` now, or queued behind the opening if that is still under way."""
-        if self._beside.busy():
+        """Run `work` beside, queued behind the opening, on a lake opened `beside` (even when
+        the opening is done: a run's registration is seconds of catalog work that the job's
+        first rows need not wait for); now on any other lake."""
+        if self._beside.used():
             self._beside.submit(work)
         else:
-            self.ready()
             work()
 
     def ready(self) -> None:
         """Wait for the work beside; its error, if it failed, is raised here (each time)."""
         if (error := self._beside.failure()) is not None:
+            raise error
+
+    def check(self) -> None:
+        """Raise the error of the work beside if it has already failed (a run id that has
+        committed): a job checks between its steps rather than find out at its commit."""
+        if (error := self._beside.failed_so_far()) is not None:
             raise error
 
     def failure(self) -> BaseException | None:
