@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from jobs.filtering.config import load_config
@@ -46,6 +48,31 @@ def test_parquet_input_keeps_provenance_and_rejects_null_sides(
     rules = {r.line: r.reject_rule for r in decided.select("line", "reject_rule").collect()}
     assert rules[6] == rules[7] == "empty"  # a null side is rejected, never kept as clean
     assert sum(rule is None for line, rule in rules.items() if line <= 5) >= 4
+
+
+def test_parquet_with_bad_utf8_is_rejected_as_a_text_file_would_be(
+    spark, tmp_path: Path, data_dir: Path
+) -> None:
+    (zh, en), (zh2, en2) = tatoeba_pairs(data_dir, 2)
+    # pyarrow writes the bytes unchecked (as a writer in another language may): one bad target.
+    texts = [zh.encode(), en.encode(), zh2.encode(), b"\xff\xfe " + en2.encode()]
+    offsets = [0]
+    for text in texts:
+        offsets.append(offsets[-1] + len(text))
+    column = pa.Array.from_buffers(pa.string(), 4, [None, pa.py_buffer(
+        b"".join(o.to_bytes(4, "little") for o in offsets)), pa.py_buffer(b"".join(texts))])
+    table = pa.table({"src": column.take([0, 2]), "tgt": column.take([1, 3])})
+    path = tmp_path / "bad.parquet"
+    pq.write_table(table, path)
+    raw = read_input(spark, InputConf(corpus="pq", paths=[str(path)]), "zh-en", 100_000)
+    got = {r.line: r for r in raw.collect()}
+    assert got[1].ingest_error is None and (got[1].src, got[1].tgt) == (zh, en)
+    assert got[2].ingest_error == "invalid_utf8" and got[2].tgt == "\ufffd\ufffd " + en2
+
+    cfg = load_config(extra={"pair": "zh-en"})
+    decided = score_and_decide(normalize_and_analyze(raw, cfg, MODEL), cfg)
+    rules = {r.line: (r.reject_rule, r.reject_stage) for r in decided.collect()}
+    assert rules == {1: (None, None), 2: ("invalid_utf8", "ingest")}
 
 
 @pytest.mark.parametrize("fmt", ["tsv", "moses"])

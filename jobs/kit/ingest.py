@@ -12,6 +12,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import reduce
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -510,12 +511,17 @@ def read_columns(df: DataFrame, columns: tuple[str, ...], what: str,
     extra = F.array(F.to_json(F.struct(*others))) if others else F.array().cast("array<string>")
     src, tgt = (columns[0], None) if len(columns) == 1 else columns
     file, line = provenance or (F.col("_metadata.file_path"), F.col("_metadata.row_index") + 1)
+    sides = [F.col(c).cast("string") for c in (src, tgt) if c]
+    # Parquet strings are bytes that nothing checked: bad UTF-8 is rejected as in a text file
+    # (its text kept with U+FFFD), not silently changed by the first string function.
+    utf8_ok = [F.coalesce(F.is_valid_utf8(side), F.lit(True)) for side in sides]
+    valid = [F.make_valid_utf8(side) for side in sides]
     return df.select(
         file.alias("file"),
         F.lit(None).cast("string").alias("file_tgt"),
         line.alias("line"),
-        F.col(src).cast("string").alias("src"),
-        (F.col(tgt) if tgt else F.lit(None)).cast("string").alias("tgt"),
+        valid[0].alias("src"),
+        (valid[1] if tgt else F.lit(None).cast("string")).alias("tgt"),
         extra.alias("extra"),
-        F.lit(None).cast("string").alias("ingest_error"),
+        F.when(~reduce(Column.__and__, utf8_ok), F.lit("invalid_utf8")).alias("ingest_error"),
     )
