@@ -38,24 +38,25 @@ its first row: when the job logs `reading ...` (the numbering pass reads every r
 it logs `ingest ...: started` (the first rows staged), from the bench's clock. The machine may
 be shared: the load average is printed; the CPU column is the steadier figure.
 
-Measured 2026-11-26 with issue 28's changes (the Arrow side pass), 2 CPUs, load average 5.5
-at the start (after a test run), 3.2 at the end:
+Measured 2026-11-26 at 6fa78f2, 2 CPUs, load average 1.3 at the start, 3.2 at the end:
 
 | run | pairs | wall s | CPU-s | pairs per CPU-s | CPU/wall | peak RSS GiB | kept |
 |---|---|---|---|---|---|---|---|
-| OpusFilter 3.3.1 (one process) | 418,472 | 54.4 | 54.2 | 7,725 | 100% | 0.11 | 300,114 |
-| sluice filter.py (local[2]) | 418,472 | 71.6 | 129.8 | 3,223 | 181% | 2.23 | 309,409 |
-| sluice's per-side Python work alone | 418,472 | 37.2 | 37.2 | 11,243 | 100% | - | - |
-| sluice at 4x | 1,673,888 | 204.4 | 392.3 | 4,267 | 192% | 2.32 | 1,238,107 |
+| OpusFilter 3.3.1 (one process) | 418,472 | 61.0 | 60.8 | 6,883 | 100% | 0.11 | 300,114 |
+| sluice filter.py (local[2]) | 418,472 | 75.0 | 136.2 | 3,073 | 182% | 2.31 | 309,409 |
+| sluice's per-side Python work alone | 418,472 | 37.5 | 37.5 | 11,147 | 100% | - | - |
+| sluice at 4x | 1,673,888 | 187.6 | 357.7 | 4,680 | 191% | 3.72 | 1,238,107 |
 
-sluice CPU per pair / OpusFilter's: 2.40x; per extra pair (1x -> 4x) 0.209 ms against
-OpusFilter's 0.130 (0.107 in the Python workers, 0.102 in the JVM); first rows staged at
-15.7 s. 4x: wall 2.85x, CPU 3.02x, peak RSS 1.04x.
+sluice CPU per pair / OpusFilter's: 2.24x; per extra pair (1x -> 4x) 0.176 ms against
+OpusFilter's 0.145 (0.094 in the Python workers, 0.082 in the JVM); first rows staged at
+11.0 s (4x: 11.7 s). 4x: wall 2.50x, CPU 2.63x.
 
-Earlier: 2026-11-24 at b0e96d0, 2.52x (OpusFilter 88.8 CPU-s, sluice 223.9, 4x 682.3: 0.365
-ms per extra pair; first row at 18.9 s); 2026-11-23 at b64fc5d, 2.28x (OpusFilter 114.7
-CPU-s, sluice 262.1); before that (b0d0fde's funnel, load average 6-8) 3.42x. OpusFilter's
-own CPU moves between runs (54-115 CPU-s on the same pairs): compare within one run.
+Earlier: 2026-11-26 at a5d34fe, 2.40x (0.209 ms per extra pair against OpusFilter's 0.130;
+first rows at 15.7 s); 2026-11-24 at b0e96d0, 2.52x (OpusFilter 88.8 CPU-s, sluice 223.9, 4x
+682.3: 0.365 ms per extra pair; first row at 18.9 s); 2026-11-23 at b64fc5d, 2.28x (OpusFilter
+114.7 CPU-s, sluice 262.1); before that (b0d0fde's funnel, load average 6-8) 3.42x.
+OpusFilter's own CPU moves between runs (54-115 CPU-s on the same pairs): compare within one
+run.
 """
 
 from __future__ import annotations
