@@ -111,10 +111,12 @@ def test_a_run_lease_tells_a_live_run_from_a_dead_one(tmp_path: Path) -> None:
 def test_the_filter_job_reads_its_input_while_the_catalog_opens(tmp_path: Path) -> None:
     """Opening the catalog is off the critical path (jobs/lake/beside.py): with the lake's commit
     lock held elsewhere, so that the catalog cannot open, the filter job still reads its
-    input and stages it; it registers and commits its run once the lock is free."""
+    input and stages it; it registers and commits its run once the lock is free. And it
+    leaves no directory of the Hive client's behind in its temp directory."""
     from tests.integration_helpers import BIN, JIT_OPTS, spark_env
 
-    lake = tmp_path / "lake"
+    lake, tmp = tmp_path / "lake", tmp_path / "tmp"
+    tmp.mkdir()
     lock = CommitLock(str(lake))
     lock.wait("another job", 5)
     data = REPO / "tests" / "data"
@@ -122,7 +124,8 @@ def test_the_filter_job_reads_its_input_while_the_catalog_opens(tmp_path: Path) 
         [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / "jobs/filter.py"),
          "--pair", "zh-en", "--corpus", "early", "--input", str(data / "tatoeba-zh-en.zh"),
          str(data / "tatoeba-zh-en.en"), "--lake", str(lake), "--run-id", "early"],
-        cwd=REPO, env={**spark_env(), "SPARK_SUBMIT_OPTS": JIT_OPTS},
+        cwd=REPO, env={**spark_env(), "TMPDIR": str(tmp),
+                       "SPARK_SUBMIT_OPTS": f"{JIT_OPTS} -Djava.io.tmpdir={tmp}"},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen: list[str] = []
     staged = threading.Event()
@@ -146,3 +149,5 @@ def test_the_filter_job_reads_its_input_while_the_catalog_opens(tmp_path: Path) 
     assert job.returncode == 0, out[-3000:]
     assert "committed run early" in out
     assert out.index("ingest into bitext_raw zh-en/early: done") < out.index("run early, lake")
+    # Hive's session resources (jobs/lake/session.py hive_resources_dir): removed at exit.
+    assert not [p.name for p in tmp.iterdir() if "_resources" in p.name or "sluice-hive" in p.name]

@@ -3,6 +3,7 @@ executors see them (jobs/lake/session.py, jobs/lake/models.py), without starting
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from jobs.kit.config import ConfigError
 from jobs.lake.models import for_executors, shipped_aliases
 from jobs.lake.session import session_conf, spark_sql_command
 
+REPO = Path(__file__).resolve().parent.parent
 SHUFFLE = "spark.sql.shuffle.partitions"
 
 
@@ -25,6 +27,19 @@ def test_user_settings_win_config_fills_the_rest(tmp_path: Path) -> None:
     assert SHUFFLE not in got  # spark-submit's --conf stays as the user gave it
     assert got["spark.sql.ansi.enabled"] == "false"
     assert got["spark.hadoop.javax.jdo.option.ConnectionURL"].endswith("metastore_db;create=true")
+
+
+def test_the_hive_clients_resources_go_with_the_process(tmp_path: Path) -> None:
+    # Hive's default leaves java.io.tmpdir/<session>_resources behind after every job.
+    script = ("from jobs.lake.session import hive_resources_dir\n"
+              "import os; d = hive_resources_dir(); os.makedirs(d); print(d)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, env={**os.environ, "TMPDIR": str(tmp_path)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    made = Path(done.stdout.strip())
+    assert made.parent.parent == tmp_path and not made.parent.exists()
+    got = session_conf(SparkConf(loadDefaults=False), str(tmp_path), {})
+    assert got["spark.hadoop.hive.downloaded.resources.dir"].endswith("/resources")
 
 
 def test_a_shared_metastore_replaces_the_embedded_one(tmp_path: Path) -> None:
