@@ -10,6 +10,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from jobs.kit.config import ConfigError, check_run_id
+from jobs.lake.lock import run_lease
 from jobs.lake.store import MARKER, Flip, Lake, gc
 
 TABLE = "commit_probe"
@@ -158,6 +159,15 @@ def test_gc_keeps_what_tables_point_at(lake: Lake) -> None:
     removed = gc(lake)
     assert any(p.endswith("/runs/r2") for p in removed)
     assert via_catalog(lake) == via_pyarrow(lake) == normal(OLD)
+
+
+def test_gc_keeps_the_staged_data_of_a_run_that_holds_its_lease(lake: Lake) -> None:
+    # The filter job stages rows before its `running` row is in (it registers beside): a
+    # second job's gc must not take them for a dead run's.
+    write_run(lake, "r5", NEW)
+    with run_lease(lake.root, "r5"):
+        assert not any(p.endswith("/runs/r5") for p in gc(lake))
+    assert any(p.endswith("/runs/r5") for p in gc(lake))  # lease gone, no row: dead
 
 
 def test_a_commit_applies_a_dead_writers_journal_before_its_own(lake: Lake) -> None:

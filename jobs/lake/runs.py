@@ -226,6 +226,10 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
 
     with run_lease(lake.root, run_id):  # while it is held, no other job takes the run for dead
         lake.when_ready(register)  # beside the work while a lake opened `beside` opens
+        if run_alive(lake.root, run_id) is None:
+            # No lease tells other jobs this run is alive (a remote lake): its `running` row
+            # must, before it stages anything another job's gc could take for a dead run's.
+            lake.ready()
         if lake.exists(lake.journal_path(run_id)):
             # This id's own commit was cut short (a scheduler retrying with a fixed --run-id):
             # its staged units are rolled forward beside, out of the run directory this attempt

@@ -42,7 +42,7 @@ from pyspark.sql.types import StructType
 
 from jobs.lake.beside import Beside
 from jobs.kit.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
-from jobs.lake.lock import CommitLock, RemoteLock, wait_for
+from jobs.lake.lock import CommitLock, RemoteLock, run_alive, wait_for
 from jobs.kit.progress import log
 from jobs.lake.session import lake_uri
 from udfs.paths import is_local_path, local_path
@@ -410,7 +410,8 @@ def write_staged(df: DataFrame, path: str, partition_cols: list[str]) -> None:
 def gc(lake: Lake) -> list[str]:
     """Remove what no table points at: the trash, and staged data of runs that are not
     running (failed, killed, or committed: a committed run's units were moved into the
-    tables). Returns what was removed."""
+    tables). A run whose job holds its lease is running even before its `running` row is in
+    (the filter job registers beside its staging). Returns what was removed."""
     removed = []
     live = set()
     if lake.spark.catalog.tableExists(f"{lake.database}.runs"):
@@ -422,7 +423,7 @@ def gc(lake: Lake) -> list[str]:
     pending = {*commits, *(re.sub(r"-(running|failed)$", "", c) for c in commits)}
     for path in lake.list_dir(f"{lake.root}/runs"):
         run_id = path.rstrip("/").rsplit("/", 1)[-1]
-        if run_id not in live and run_id not in pending:
+        if run_id not in live and run_id not in pending and not run_alive(lake.root, run_id):
             lake.delete(path)
             removed.append(path)
     if lake.exists(f"{lake.root}/trash"):
