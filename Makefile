@@ -23,6 +23,7 @@ export SPARK_CONF_DIR := $(abspath conf)
 setup: $(STAMP) $(LID) $(USE) $(KENLM)
 
 $(STAMP): pyproject.toml
+	scripts/install_icu.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,train,score,metastore]'

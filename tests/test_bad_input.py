@@ -14,7 +14,7 @@ import pytest
 from integration_helpers import REPO, spark_env, spark_submit
 
 from jobs.filtering.config import load_config
-from jobs.kit.config import LANGUAGES, ConfigError, InputConf, parse_override
+from jobs.kit.config import ConfigError, InputConf, parse_override
 from jobs.kit.ingest import InputError, read_input, text_problem
 from jobs.lake.session import check_metastore_free
 
@@ -149,19 +149,34 @@ def test_encodings_told_by_their_first_bytes(data_dir: Path) -> None:
 
 # -- 4. languages and names ----------------------------------------------------------------
 def test_the_language_list_is_lid176s_labels() -> None:
-    from udfs.langid import LABEL_PREFIX, load_model
+    from udfs.langid import LABEL_PREFIX, LABELS, load_model
 
     labels = load_model(str(REPO / "models/lid.176.ftz")).get_labels()
-    assert {label.removeprefix(LABEL_PREFIX) for label in labels} == LANGUAGES
+    assert {label.removeprefix(LABEL_PREFIX) for label in labels} == LABELS
 
 
 @pytest.mark.parametrize("extra", [{"pair": "xx-en"}, {"pair": "zh-xx"}, {"lang": "xx"}])
 def test_unknown_language_codes_are_refused(extra: dict) -> None:
-    """`--pair xx-en` exited 0, keeping Chinese lines as `xx`."""
-    with pytest.raises(ConfigError, match="unknown language code 'xx'; known .*ru .*zh$"):
+    """`--pair xx-en` exited 0, keeping Chinese lines as `xx`: a code without a script in
+    ICU's CLDR data is refused, pointing at langid.scripts."""
+    with pytest.raises(ConfigError, match=r"unknown language code 'xx': ICU's CLDR data knows "
+                                          r"no script .*langid.scripts, e.g. \{xx: \[Latn\]\}\)$"):
         load_config(extra=extra)
     load_config(extra={"pair": "ru-zh"})
     load_config(extra={"lang": "yue"})
+    load_config(extra={"pair": "ha-en"})  # CLD3 knows what lid.176 lacks
+    load_config(extra={"pair": "xh-zu"})
+
+
+def test_a_language_no_backend_knows_is_refused_unless_skipped() -> None:
+    """Fula has a script (Latin) but neither lid.176 nor CLD3 knows it: one line naming the
+    backends and the script-only setting; with it, the side is checked by its script."""
+    with pytest.raises(ConfigError, match=r"pair 'ff-en': no language-ID backend knows 'ff' "
+                                          r"\(lid176 \(fastText lid.176, 176 languages\), cld3 "
+                                          r"\(CLD3, 107 languages\)\); set langid.skip: \[ff\]"):
+        load_config(extra={"pair": "ff-en"})
+    cfg = load_config(extra={"pair": "ff-en", "langid": {"skip": ["ff"]}})
+    assert cfg.langid.backend("ff") == "none" and cfg.langid.backend("en") == "lid176"
 
 
 @pytest.mark.parametrize("name", ["新闻", "wmt19:news#2", "opus.v2-zh", "cc matrix"])

@@ -257,10 +257,16 @@ def test_zh_token_counts_on_the_corpus() -> None:
     assert all(not tok.isspace() for t in zh for tok in tokenize(t, "zh"))
 
 
-def test_other_languages_split_on_whitespace_and_ja_on_characters() -> None:
+def test_other_languages_split_on_whitespace_and_ja_th_on_icu_words() -> None:
     en = "Don't be scared of making mistakes."
     assert en in lines("tatoeba-zh-en.en")
     assert tokenize(en, "en") == ["Don't", "be", "scared", "of", "making", "mistakes."]
     ru = lines("tatoeba-ru-en.ru")[0]
     assert tokenize(ru, "ru") == ru.split(" ")
-    assert tokenize("日本語 です", "ja") == ["日", "本", "語", "で", "す"]
+    # Japanese and Thai have no spaces between words: ICU's dictionary cuts them.
+    assert tokenize("日本語 です", "ja") == ["日本語", "です"]
+    assert tokenize("赤ちゃんがベビーベッドで寝てるよ。", "ja") == [
+        "赤ちゃん", "が", "ベビーベッド", "で", "寝", "てるよ", "。"]
+    assert tokenize("ภาษาไทยเป็นภาษาที่ไม่มีการเว้นวรรค", "th") == [
+        "ภาษา", "ไทย", "เป็น", "ภาษา", "ที่", "ไม่มี", "การ", "เว้น", "วรรค"]
+    assert tokenize("𠮷野家で食べた", "ja")[0] == "𠮷"  # outside the BMP: cut by code point

@@ -638,7 +638,8 @@ def test_the_rules_settings_have_their_defaults_in_the_yaml_only() -> None:
     documented = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8"))
     # The rules' settings are the registry's, with their defaults in the YAML only.
     for section, model, own in (("rules", RulesConf, {"order", "disabled"}),
-                                ("langid", LangidConf, {"model"})):
+                                ("langid", LangidConf,
+                                 {"model", "backends", "backend_by_lang", "scripts"})):
         declared = set(settings(section))
         assert set(documented[section]) == declared | own, section
         assert all(model.model_fields[name].is_required() for name in declared), section

@@ -1,4 +1,5 @@
-"""Language identification with fastText lid.176, loaded once per Python worker."""
+"""Language identification with fastText lid.176, loaded once per Python worker: the backend
+for the 176 languages it knows (udfs/langid_backends.py picks one per language)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,23 @@ import fasttext
 from udfs.paths import shipped
 
 LABEL_PREFIX = "__label__"
+# The languages lid.176 tells apart, as its labels (__label__xx). tests/test_bad_input.py
+# checks this list against the shipped model's labels.
+LABELS = frozenset([
+    "af", "als", "am", "an", "ar", "arz", "as", "ast", "av", "az", "azb", "ba", "bar", "bcl",
+    "be", "bg", "bh", "bn", "bo", "bpy", "br", "bs", "bxr", "ca", "cbk", "ce", "ceb", "ckb",
+    "co", "cs", "cv", "cy", "da", "de", "diq", "dsb", "dty", "dv", "el", "eml", "en", "eo",
+    "es", "et", "eu", "fa", "fi", "fr", "frr", "fy", "ga", "gd", "gl", "gn", "gom", "gu", "gv",
+    "he", "hi", "hif", "hr", "hsb", "ht", "hu", "hy", "ia", "id", "ie", "ilo", "io", "is", "it",
+    "ja", "jbo", "jv", "ka", "kk", "km", "kn", "ko", "krc", "ku", "kv", "kw", "ky", "la", "lb",
+    "lez", "li", "lmo", "lo", "lrc", "lt", "lv", "mai", "mg", "mhr", "min", "mk", "ml", "mn",
+    "mr", "mrj", "ms", "mt", "mwl", "my", "myv", "mzn", "nah", "nap", "nds", "ne", "new", "nl",
+    "nn", "no", "oc", "or", "os", "pa", "pam", "pfl", "pl", "pms", "pnb", "ps", "pt", "qu",
+    "rm", "ro", "ru", "rue", "sa", "sah", "sc", "scn", "sco", "sd", "sh", "si", "sk", "sl",
+    "so", "sq", "sr", "su", "sv", "sw", "ta", "te", "tg", "th", "tk", "tl", "tr", "tt", "tyv",
+    "ug", "uk", "ur", "uz", "vec", "vep", "vi", "vls", "vo", "wa", "war", "wuu", "xal", "xmf",
+    "yi", "yo", "yue", "zh",
+])
 KANA = re.compile(r"[\u3040-\u30FF\u31F0-\u31FF\uFF66-\uFF9F]")
 HAN = re.compile(r"[\u3400-\u4DBF\u4E00-\u9FFF]")
 

@@ -23,13 +23,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from udfs.scripts import unspaced
+
 if TYPE_CHECKING:
     import kenlm
 
 log = logging.getLogger(__name__)
 
-# Written without spaces between words: the LM sees characters.
-CHARACTER_LANGS = frozenset({"zh", "ja", "yue", "wuu"})
 # A word (letters, digits, _) or one punctuation/symbol character.
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 LOG2_10 = math.log2(10)
@@ -39,15 +39,22 @@ Trainer = Literal["auto", "lmplz", "varikn"]
 MAX_ORDER = 6
 
 
+def character_lm(lang: str) -> bool:
+    """Whether the LM of `lang` (any region/script suffix: zh-Hant, zh_TW) sees characters: a
+    language written without spaces between words (udfs/scripts.py)."""
+    return unspaced(lang.replace("_", "-").split("-", 1)[0].lower())
+
+
 def lm_tokens(text: str, lang: str) -> str:
     """The space-separated token stream an LM is trained on and scores, for `lang` (ISO 639).
 
-    zh, ja, yue, wuu (any region/script suffix: zh-Hant, zh_TW): every non-space character is a
-    token, e.g. `你好， 世界` -> `你 好 ， 世 界`. Other languages: lowercased, words split from
+    Languages written without spaces between words (zh, ja, yue, wuu, th, ...; any region/script
+    suffix: zh-Hant, zh_TW): every non-space character is a token, e.g. `你好， 世界` ->
+    `你 好 ， 世 界`. Other languages: lowercased, words split from
     punctuation, each punctuation character a token: `Don't stop!` -> `don ' t stop !`.
     A run of letters/digits from any script is one word. Blank text gives "".
     """
-    if lang.replace("_", "-").split("-", 1)[0].lower() in CHARACTER_LANGS:
+    if character_lm(lang):
         return " ".join("".join(text.split()))
     return " ".join(_TOKEN.findall(text.lower()))
 

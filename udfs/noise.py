@@ -4,7 +4,7 @@ filler token, or moved; no word ends up more than `max_swap_distance` positions 
 it was (the local shuffle of Lample et al. 2018, applied to the words picked for swapping).
 
 Words are the filter's tokens (udfs/tokens.py): whitespace tokens for most languages; for
-Chinese (jieba words) and Japanese/Thai (characters) the words of each space-separated run,
+Chinese (jieba words) and Japanese/Thai (ICU words) the words of each space-separated run,
 joined back without spaces inside a run and with one space between runs ("我喜欢 New York"
 keeps its spaces). Noise that would delete every word leaves the text as it was. A row's
 noise depends only on the seed and the row, so a rerun gives the same output.
@@ -15,9 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from udfs.tokens import CHARACTER_LANGS, tokenize
-
-UNSPACED_LANGS = CHARACTER_LANGS | {"zh"}
+from udfs.scripts import unspaced
+from udfs.tokens import tokenize
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def noise_words(words: list[str], noise: Noise, rng: random.Random) -> list[str]
 def noise_text(text: str, lang: str, noise: Noise, seed: int, row_id: int) -> str:
     """`text` with noise; the same (seed, row_id) always gives the same result."""
     rng = random.Random(seed * 1_000_003 + row_id)
-    if lang in UNSPACED_LANGS:
+    if unspaced(lang):
         runs = ["".join(noise_words(tokenize(run, lang), noise, rng)) for run in text.split()]
         noised = " ".join(run for run in runs if run)
     else:

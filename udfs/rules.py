@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from udfs.brackets import PROFILE_SIZE
 from udfs.normalize import ATTRIBUTES
+from udfs.scripts import common_letters, script_class
 
 URL_EMAIL_HTML = (
     r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+"
@@ -43,48 +44,21 @@ URL_EMAIL_HTML = (
     r"|&(?:[a-z]+|#\d+|#x[0-9a-f]+);"
 )
 URL_EMAIL_HTML_GUARD = r"[:@<&]|(?i:www\.)"  # every match of URL_EMAIL_HTML has one of these
-# The script a language is written in (Java regex classes); Latin unless listed.
-SCRIPTS = {
-    "zh": r"\p{IsHan}",
-    "ja": r"[\p{IsHan}\p{IsHiragana}\p{IsKatakana}]",
-    "ko": r"\p{IsHangul}",
-    "ru": r"\p{IsCyrillic}",
-    "uk": r"\p{IsCyrillic}",
-    "bg": r"\p{IsCyrillic}",
-    "sr": r"\p{IsCyrillic}",
-    "kk": r"\p{IsCyrillic}",
-    "ar": r"\p{IsArabic}",
-    "fa": r"\p{IsArabic}",
-    "el": r"\p{IsGreek}",
-    "he": r"\p{IsHebrew}",
-    "th": r"\p{IsThai}",
-    "hi": r"\p{IsDevanagari}",
-}
-# The script's most common letters as plain ranges: Java tests a class's parts in order, and a
-# range test is far cheaper than a script lookup (\p{IsLatin} is a binary search per char).
-COMMON_LETTERS = {
-    "zh": r"\u4E00-\u9FFF",
-    "ja": r"\u3041-\u3096\u30A1-\u30FA\u4E00-\u9FFF",
-    "ru": r"\u0410-\u044F",
-    "uk": r"\u0410-\u044F",
-    "bg": r"\u0410-\u044F",
-    "sr": r"\u0410-\u044F",
-    "kk": r"\u0410-\u044F",
-    "ko": r"\uAC00-\uD7A3",
-}
 
 
-def script_share(col: Column, lang: str) -> Column:
-    """Letters in `lang`'s script over those letters plus the runs (words) of other letters,
-    so a Chinese line with two English names ("Tom 不想让Mary走") still scores 4/6."""
-    script = SCRIPTS.get(lang, r"\p{IsLatin}").strip("[]")
-    common = COMMON_LETTERS.get(lang, "a-zA-Z" if lang not in SCRIPTS else "")
+def script_share(col: Column, scripts: tuple[str, ...]) -> Column:
+    """Letters in the side's scripts (udfs/scripts.py) over those letters plus the runs (words)
+    of other letters, so a Chinese line with two English names ("Tom 不想让Mary走") still
+    scores 4/6. No scripts (a language nothing knows): null, which the config refuses first."""
+    if not scripts:
+        return F.lit(None).cast("double")
+    script, common = script_class(scripts), common_letters(scripts)
     # Non-letters are dropped by the cheap \p{L}\p{Nl} test before any script lookup.
     in_script = F.length(F.regexp_replace(col, f"[^{common}[\\p{{L}}\\p{{Nl}}&&[{script}]]]+", ""))
     foreign_runs = F.regexp_count(col, F.lit(f"[^{common}\\P{{L}}{script}]+"))  # other letters
     share = F.when(in_script + foreign_runs > 0, in_script / (in_script + foreign_runs))
     # An ASCII-only line (most English) has only Latin letters: 1 for Latin, else 0.
-    ascii_share = F.when(col.rlike("[a-zA-Z]"), F.lit(0.0 if lang in SCRIPTS else 1.0))
+    ascii_share = F.when(col.rlike("[a-zA-Z]"), F.lit(1.0 if "Latn" in scripts else 0.0))
     return F.when(~col.rlike("[^\\x00-\\x7F]"), ascii_share).otherwise(share)
 
 
@@ -202,10 +176,12 @@ class Setting:
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a row, `src` or `tgt`, and its language."""
+    """One side of a row, `src` or `tgt`, its language and the scripts that language is
+    written in (udfs/scripts.py, with the config's `langid.scripts`)."""
 
     name: str
     lang: str
+    scripts: tuple[str, ...] = ()
 
     @property
     def text(self) -> Column:
@@ -301,9 +277,9 @@ class Rule:
 
 CHARS = SideScores({"chars": lambda s: s.analysis("chars")})
 TOKENS = SideScores({"tokens": lambda s: s.analysis("n_tokens")})
-SCRIPT_SHARE = SideScores({"script_share": lambda s: script_share(s.text, s.lang)})
-LANG = SideScores(  # fastText lid.176 (udfs/langid.py): the top label, its probability, and
-    # every likely label's probability (the rules sum the accepted ones)
+SCRIPT_SHARE = SideScores({"script_share": lambda s: script_share(s.text, s.scripts)})
+LANG = SideScores(  # the side's language-ID backend (udfs/langid.py): the top label, its
+    # probability, and every likely label's probability (the rules sum the accepted ones)
     {
         "lang": lambda s: s.analysis("lang"),
         "lang_prob": lambda s: s.analysis("lang_prob"),
@@ -314,6 +290,7 @@ LANG = SideScores(  # fastText lid.176 (udfs/langid.py): the top label, its prob
 
 LANGID_SETTINGS = (
     Setting("min_prob", float, "p(expected language) needed from long_chars on", "langid"),
+    Setting("min_prob_by_lang", dict[str, float], "min_prob per language", "langid"),
     Setting("min_prob_short", float, "p(expected language) needed at min_chars", "langid"),
     Setting("min_prob_short_by_lang", dict[str, float], "min_prob_short per language", "langid"),
     Setting("min_chars", int, "below this many characters only the script is checked", "langid"),
@@ -322,7 +299,10 @@ LANGID_SETTINGS = (
     Setting("long_chars_by_lang", dict[str, int], "long_chars per language", "langid"),
     Setting("min_script_share", float, "least share of letters in the script", "langid",
             cuts="script_share", bound="min"),
-    Setting("accept", dict[str, list[str]], "lid.176 labels accepted per language", "langid"),
+    Setting("accept", dict[str, list[str]], "language-ID labels accepted per language",
+            "langid"),
+    Setting("skip", list[str], "languages checked by their script only (no backend knows them)",
+            "langid"),
 )
 
 
@@ -334,7 +314,7 @@ def expected_lang_threshold(chars: Any, lang: str, settings: dict[str, Any]) -> 
     low = settings["min_chars_by_lang"].get(lang, settings["min_chars"])
     high = max(settings["long_chars_by_lang"].get(lang, settings["long_chars"]), low + 1)
     short_prob = settings["min_prob_short_by_lang"].get(lang, settings["min_prob_short"])
-    long_prob = settings["min_prob"]
+    long_prob = settings["min_prob_by_lang"].get(lang, settings["min_prob"])
     if isinstance(chars, Column):
         share = F.least(F.greatest((chars - low) / (high - low), F.lit(0.0)), F.lit(1.0))
         return F.when(chars >= low, short_prob + (long_prob - short_prob) * share)
@@ -354,9 +334,12 @@ def expected_lang_prob(row: Row, side: Side) -> Column:
 def wrong_language(row: Row, side: Side) -> Column:
     """Wrong script, or (from min_chars on) too low a probability of the expected language
     for the side's length."""
+    wrong_script = side.score("script_share") < row.settings["min_script_share"]
+    if side.lang in row.settings["skip"]:  # no backend knows it: the script alone decides
+        return wrong_script
     threshold = expected_lang_threshold(side.score("chars"), side.lang, row.settings)
     unsure = F.coalesce(expected_lang_prob(row, side) < threshold, F.lit(False))
-    return (side.score("script_share") < row.settings["min_script_share"]) | unsure
+    return wrong_script | unsure
 
 
 def char_word_range(row: Row, side: Side) -> Range:
@@ -528,7 +511,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "langid_src",
-        "The source side is not in the source language (script, then fastText).",
+        "The source side is not in the source language (script, then language ID).",
         scores=(CHARS, SCRIPT_SHARE, LANG),
         fails=lambda row: wrong_language(row, row.src),
         settings=LANGID_SETTINGS,
@@ -536,7 +519,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "langid_tgt",
-        "The target side is not in the target language (script, then fastText).",
+        "The target side is not in the target language (script, then language ID).",
         scores=(CHARS, SCRIPT_SHARE, LANG),
         fails=lambda row: wrong_language(row, row.tgt),
         settings=LANGID_SETTINGS,

@@ -1,6 +1,6 @@
 """One Python pass per side: the normalization every line goes through (Arrow kernels over
 the batch: invisible characters, Moses punctuation, whitespace) and the work that needs a
-library (OpenCC, jieba, fastText).
+library (OpenCC, jieba or ICU words, language ID).
 
 `analyze_batch` is the pure function (testable without Spark); `side_analyzer` wraps it as an
 Arrow UDF returning a struct (Arrow arrays in and out, no pandas), so the side's work shares
@@ -20,8 +20,9 @@ from pyspark.sql.functions import arrow_udf
 from udfs import normalize as N
 from udfs.brackets import bracket_profile
 from udfs.chinese import fullwidth_to_halfwidth, to_simplified
-from udfs.langid import identify_all
+from udfs.langid_backends import identify_all
 from udfs.moses_punct import moses_punct_normalize
+from udfs.scripts import cjk, main_script
 from udfs.text_stats import STATS_SCHEMA, char_counts
 from udfs.tokens import tokenize
 
@@ -29,13 +30,13 @@ SIDE_SCHEMA = (
     "text string, n_tokens int, max_token_chars int, lang string, lang_prob float, "
     f"lang_probs map<string, float>, brackets array<int>, {STATS_SCHEMA}"
 )
-FULLWIDTH_LANGS = frozenset({"zh", "ja"})
-CJK_LANGS = frozenset({"zh", "ja", "ko"})  # Moses punctuation rules are for Latin/Cyrillic text
+FULLWIDTH_SCRIPTS = frozenset({"Hani", "Kana", "Hira"})  # full-width forms folded (zh, ja)
 
 
 @dataclass(frozen=True)
 class SideOptions:
-    """One side's language, language-ID model and normalization steps (`normalize:`)."""
+    """One side's language, language-ID model and normalization steps (`normalize:`), and
+    the language-ID backend that reads it (udfs/langid_backends.py)."""
 
     lang: str
     langid_model: str
@@ -44,6 +45,7 @@ class SideOptions:
     remove_invisible: bool = True
     moses_punct: bool = True
     collapse_whitespace: bool = True
+    langid_backend: str = "lid176"
 
 
 def normalize_batch(texts: pa.Array, opts: SideOptions) -> pa.Array:
@@ -51,7 +53,8 @@ def normalize_batch(texts: pa.Array, opts: SideOptions) -> pa.Array:
     ran them first, as unescaping and tag stripping still do: jobs/filtering/stages.py)."""
     if opts.remove_invisible:
         texts = N.remove_invisible(texts)
-    if opts.moses_punct and opts.lang not in CJK_LANGS:
+    # Moses' punctuation rules are for alphabetic text; Han, kana and Hangul keep CJK forms.
+    if opts.moses_punct and not cjk(opts.lang):
         texts = moses_punct_normalize(texts, opts.lang)
     if opts.collapse_whitespace:
         texts = N.collapse_whitespace(texts)
@@ -61,7 +64,7 @@ def normalize_batch(texts: pa.Array, opts: SideOptions) -> pa.Array:
 def normalize_text(text: str, opts: SideOptions) -> str:
     if opts.lang == "zh" and opts.to_simplified:
         text = to_simplified(text)
-    if opts.lang in FULLWIDTH_LANGS and opts.fullwidth_to_halfwidth:
+    if opts.fullwidth_to_halfwidth and main_script(opts.lang) in FULLWIDTH_SCRIPTS:
         text = fullwidth_to_halfwidth(text)
     return text
 
@@ -76,7 +79,8 @@ def analyze_batch(texts: pa.Array, opts: SideOptions) -> pa.StructArray:
     normalized = [normalize_text(texts[i], opts) for i in present]
     tokens = [tokenize(t, opts.lang) for t in normalized]
     langs, probs, all_probs = (
-        identify_all(opts.langid_model, normalized) if normalized else ([], [], [])
+        identify_all(opts.langid_backend, opts.langid_model, normalized)
+        if normalized else ([], [], [])
     )
 
     def column(values: list, dtype: pa.DataType) -> pa.Array:

@@ -17,12 +17,14 @@ from jobs.kit.config import (  # noqa: F401 - the filter's input sections
     M,
     Strict,
     deep_merge,
-    known_lang,
-    known_pair,
+    known_language,
     load_validated,
+    pair_form,
     path_name,
 )
+from udfs.langid_backends import LABELS, NONE, backend_for, describe
 from udfs.rules import BY_NAME, RULE_NAMES, Rule, settings
+from udfs.scripts import known_script, scripts_of
 
 DEFAULTS = CONF_DIR / "defaults.yaml"
 
@@ -80,9 +82,38 @@ class RulesConfBase(Strict):
 
 
 class LangidConfBase(Strict):
-    """`langid:`: the model, then the langid rules' settings (derived)."""
+    """`langid:`: the backends and the scripts of each language, then the langid rules'
+    settings (derived)."""
 
     model: str  # fastText lid.176 (udfs/langid.py), used by the side pass (udfs/sides.py)
+    # Language-ID backends in order of preference: a language takes the first that knows it
+    # (udfs/langid_backends.py), unless backend_by_lang names one.
+    backends: list[Literal["lid176", "cld3"]] = Field(min_length=1)
+    backend_by_lang: dict[str, Literal["lid176", "cld3"]]
+    # A language's scripts (ISO 15924), replacing ICU's list (udfs/scripts.py): for languages
+    # written in more than one (sr: [Cyrl, Latn]).
+    scripts: dict[str, list[str]]
+
+    @field_validator("scripts")
+    @classmethod
+    def known_scripts(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for lang, codes in value.items():
+            bad = [code for code in codes if not known_script(code)]
+            if not codes or bad:
+                raise ValueError(
+                    f"langid.scripts.{lang}: {bad or codes} is not a list of ISO 15924 script "
+                    "codes (Latn, Cyrl, Beng, ...)"
+                )
+        return value
+
+    def backend(self, lang: str) -> str | None:
+        """The backend that reads `lang` (`none`: skipped, checked by its script only)."""
+        if lang in self.skip:  # type: ignore[attr-defined] - a derived rule setting
+            return NONE
+        return backend_for(lang, self.backends, self.backend_by_lang)
+
+    def scripts_of(self, lang: str) -> tuple[str, ...]:
+        return scripts_of(lang, self.scripts)
 
 
 RulesConf = with_rule_settings(RulesConfBase, "rules")
@@ -200,8 +231,26 @@ class FilterConfig(JobConfig):
     embedding: EmbeddingConf
     pair_score: PairScoreConf
 
-    _pair = field_validator("pair")(classmethod(lambda cls, v: known_pair(v)))
-    _lang = field_validator("lang")(classmethod(lambda cls, v: known_lang(v)))
+    _pair = field_validator("pair")(classmethod(lambda cls, v: pair_form(v)))
+
+    @model_validator(mode="after")
+    def languages_known(self) -> FilterConfig:
+        """Each language has scripts and a language-ID backend, or is skipped on purpose."""
+        langs = [self.lang] if self.lang else self.pair.split("-") if self.pair else []
+        what = f"lang {self.lang!r}" if self.lang else f"pair {self.pair!r}"
+        for lang in langs:
+            known_language(lang, what, self.langid.scripts)
+            backend = self.langid.backend(lang)
+            if backend is None:
+                raise ValueError(
+                    f"{what}: no language-ID backend knows {lang!r} ({describe()}); set "
+                    f"langid.skip: [{lang}] to check its script only"
+                )
+            if backend != NONE and lang not in LABELS[backend]:
+                raise ValueError(
+                    f"langid.backend_by_lang.{lang}: {backend} does not know {lang!r}"
+                )
+        return self
 
     @model_validator(mode="after")
     def pair_or_lang(self) -> FilterConfig:

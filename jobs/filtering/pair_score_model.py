@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobs.kit.config import ConfigError
+from udfs.scripts import unspaced
 
 # How clean pairs are turned into bad ones (target side unless said otherwise). The first six
 # are a pair's own damage; the last four are near misses, as bicleaner-ai makes them: a crawl's
@@ -43,7 +44,6 @@ NEGATIVE_KINDS = (
     "extended",  # the target, then its document neighbour's target: one sentence too many
     "src_extended",  # the source, then its document neighbour's source; the target as it is
 )
-CHARACTER_LANGS = frozenset({"zh", "ja", "th", "lo", "km", "my"})  # cut by characters
 KEEP_VALID = 0.95  # the default threshold keeps this share of held-apart clean pairs
 KEEP_VALID_FLOOR = 0.99  # a threshold fitted to a run never goes below the one keeping this
 FIT_QUANTILES = (0.5, 0.75)  # held-apart clean scores' quantiles kept; a run fits at the first
@@ -51,7 +51,7 @@ MODEL_STORE = "models/pair_score"
 
 
 def _units(text: str, lang: str) -> tuple[list[str], str]:
-    return (list(text), "") if lang in CHARACTER_LANGS else (text.split(), " ")
+    return (list(text), "") if unspaced(lang) else (text.split(), " ")  # cut by characters
 
 
 def _cut(text: str, lang: str, start: float, end: float) -> str:
@@ -100,7 +100,7 @@ def negatives(pairs: list[tuple[str, str]], src_lang: str, tgt_lang: str, seed: 
 
 
 def _join(first: str, second: str, lang: str) -> str:
-    return first + ("" if lang in CHARACTER_LANGS else " ") + second
+    return first + ("" if unspaced(lang) else " ") + second
 
 
 def nearest_targets(texts: list[str], block: int = 2048) -> list[int]:

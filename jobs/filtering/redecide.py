@@ -61,7 +61,9 @@ DECISION_SETTINGS = (
     "lake.*", "spark.*", "rules.*", "langid.*", "dedup.*",
     *[key for unit in SCORER_RULES for key in unit.decided_by],  # each scorer unit's own
 )
-SCORE_SETTINGS = ("rules.special_patterns*", "langid.model")  # feed a score, not a decision
+SCORE_SETTINGS = (  # feed a score, not a decision
+    "rules.special_patterns*", "langid.model", "langid.backend*", "langid.scripts*", "langid.skip*",
+)
 # The pair scorers in funnel order: the stages after which (as a row's original reject_stage)
 # a row had reached the scorer. A row whose original stage is not listed never reached it.
 SCORER_REACHED = {

@@ -60,6 +60,7 @@ def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) 
         opts = SideOptions(
             lang, langid_model, n.traditional_to_simplified, n.fullwidth_to_halfwidth,
             n.remove_invisible, n.moses_punct, n.collapse_whitespace,
+            cfg.langid.backend(lang) or "none",
         )
         df = df.withColumn(f"{side}_a", side_analyzer(opts)(F.when(ok, F.col(side))))
     if cfg.mono:  # no target side: its scores come out null and its rules are skipped
@@ -72,7 +73,8 @@ def normalize_and_analyze(raw: DataFrame, cfg: FilterConfig, langid_model: str) 
 def rule_row(cfg: FilterConfig) -> registry.Row:
     """The run's sides and rule settings, as the rules of udfs/rules.py see them."""
     src, tgt = cfg.langs
-    sides = registry.Side("src", src), registry.Side("tgt", tgt)
+    scripts = cfg.langid.scripts_of
+    sides = registry.Side("src", src, scripts(src)), registry.Side("tgt", tgt, scripts(tgt))
     return registry.Row(*sides, mono=cfg.mono, settings=cfg.rule_settings)
 
 

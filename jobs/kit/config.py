@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -24,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from udfs.scripts import scripts_of
+
 CONF_DIR = Path(__file__).resolve().parent.parent.parent / "conf"
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,37 +35,30 @@ class ConfigError(ValueError):
     """A configuration problem, worded for the user (names the file or key)."""
 
 
-# The languages fastText lid.176 (langid.model) tells apart, as its labels (__label__xx): the
-# langid rules can only pass a side whose language is one of them, so `pair`/`lang` must be.
-# tests/test_bad_input.py checks this list against the shipped model's labels.
-LID176_LABELS = """
-    af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk
-    ce ceb ckb co cs cv cy da de diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga
-    gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id ie ilo io is it ja jbo jv ka kk
-    km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr
-    mrj ms mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb
-    ps pt qu rm ro ru rue sa sah sc scn sco sd sh si sk sl so sq sr su sv sw ta te tg th
-    tk tl tr tt tyv ug uk ur uz vec vep vi vls vo wa war wuu xal xmf yi yo yue zh
-"""
-LANGUAGES = frozenset(LID176_LABELS.split())
-
-
-def known_language(code: str, what: str) -> str:
-    """`code` when lid.176 knows it, else a ValueError naming `what` and listing the known."""
-    if code not in LANGUAGES:
+def known_language(code: str, what: str, scripts: Mapping[str, list[str]] | None = None) -> str:
+    """`code` when its scripts are known (ICU's CLDR data, or `scripts`: a config's
+    `langid.scripts`), else a ValueError naming `what`: a code without a script is a typo or
+    a language sluice cannot check (udfs/scripts.py)."""
+    if not scripts_of(code, scripts):
         raise ValueError(
-            f"{what}: unknown language code {code!r}; known (fastText lid.176): "
-            + " ".join(sorted(LANGUAGES))
+            f"{what}: unknown language code {code!r}: ICU's CLDR data knows no script for it "
+            f"(use an ISO 639 code such as en, zh, bn; or name its scripts in langid.scripts, "
+            f"e.g. {{{code}: [Latn]}})"
         )
     return code
 
 
+def pair_form(pair: str | None) -> str | None:
+    """A `pair` setting's form: None, or two codes, source-target."""
+    if pair is not None and (pair.count("-") != 1 or not all(pair.split("-"))):
+        raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
+    return pair
+
+
 def known_pair(pair: str | None) -> str | None:
     """A `pair` setting: None, or two known language codes, source-target."""
-    if pair is None:
+    if pair_form(pair) is None:
         return None
-    if pair.count("-") != 1 or not all(pair.split("-")):
-        raise ValueError(f"pair {pair!r} must look like 'zh-en' (source-target)")
     for code in pair.split("-"):
         known_language(code, f"pair {pair!r}")
     return pair

@@ -22,7 +22,13 @@ import unicodedata
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from udfs.noise import UNSPACED_LANGS
+from udfs.langid_backends import LABELS
+from udfs.scripts import unspaced
+
+# The languages written without spaces between words (udfs/scripts.py) among those the
+# language-ID backends know: a set, for the Spark expression that holds the language in a column.
+UNSPACED_LANGS = frozenset(lang for labels in LABELS.values() for lang in labels
+                           if "-" not in lang and unspaced(lang))  # not ja-Latn (romanized)
 
 EVAL_SCHEMA = ("pair string, role string, side string, lang string, line long, text string, "
                "norm string, run_id string, name string")
@@ -38,7 +44,7 @@ def normalize(text: str) -> str:
 
 def tokens(text: str, lang: str) -> list[str]:
     """Tokens for n-grams (= `token_col`)."""
-    if lang in UNSPACED_LANGS:
+    if unspaced(lang):
         return list(normalize(text))
     spaced = "".join(" " if unicodedata.category(ch)[0] in "PSZ" or ch.isspace() else ch
                      for ch in text.lower())

@@ -30,7 +30,7 @@ from udfs.domain_embed import GROUP_COL, GROUP_ROWS, ORDER_COL, EmbedSpec, embed
 from udfs.domain_fasttext import classifier_scorer, features, train_classifier
 from udfs.domain_lm import SCORE_SCHEMA, LmSpec, lm_scorer
 from udfs.embed import EncoderSpec, encode, one_blas_thread
-from udfs.ngram import CHARACTER_LANGS, lm_tokens, train_lm
+from udfs.ngram import character_lm, lm_tokens, train_lm
 
 LOWER_IS_BETTER = frozenset(unit.name for unit in UNITS if unit.lower_is_better)
 POOL_SAMPLE_SEED = 29  # which pool rows make the general-domain sample
@@ -75,7 +75,7 @@ def with_fold(pool: DataFrame) -> DataFrame:
 
 
 def order_for(lang: str, order: int, char_order: int) -> int:
-    return char_order if lang in CHARACTER_LANGS else order
+    return char_order if character_lm(lang) else order
 
 
 def side_lines(rows: list[tuple[str, ...]], side: int, lang: str) -> list[str]:
