@@ -343,7 +343,13 @@ def wrong_language(row: Row, side: Side) -> Column:
 
 
 def char_word_range(row: Row, side: Side) -> Range:
-    return row.settings["char_word_ratio_by_lang"].get(side.lang, row.settings["char_word_ratio"])
+    """The side's language's range, else its main script's, else the default."""
+    by_lang = row.settings["char_word_ratio_by_lang"]
+    by_script = row.settings["char_word_ratio_by_script"]
+    if side.lang in by_lang:
+        return by_lang[side.lang]
+    main = side.scripts[0] if side.scripts else None
+    return by_script.get(main, row.settings["char_word_ratio"])
 
 
 # In the order their scores are stored (the run order is `rules.order`).
@@ -427,6 +433,8 @@ RULES: tuple[Rule, ...] = (
             Setting("char_word_ratio", Range, "characters per token range", cuts="char_word_ratio",
                     bound="range"),
             Setting("char_word_ratio_by_lang", dict[str, Range], "char_word_ratio per language"),
+            Setting("char_word_ratio_by_script", dict[str, Range],
+                    "char_word_ratio per main script (ISO 15924), for languages without their own"),
             Setting("char_word_min_tokens", int, "sides with fewer tokens are not checked"),
         ),
     ),

@@ -72,16 +72,35 @@ def stats_rows(run_id: str, counts: Counts, sequence: list[tuple[str, str]]) -> 
     return rows
 
 
+# A langid rule that rejects more than this share of the rows reaching it most likely checks
+# the wrong language (a swapped pair, a mistyped code): the funnel and the report say so.
+SUSPECT_LANGID_SHARE = 0.5
+
+
+def langid_warning(pair: str, corpus: str, rule: str, rows_in: int, rejected: int) -> str | None:
+    """A plain-words warning when `rule` (langid_src/_tgt) rejected over half its rows."""
+    if not rule.startswith("langid_") or not rows_in or rejected / rows_in <= SUSPECT_LANGID_SHARE:
+        return None
+    return (f"{rule} rejected {rejected / rows_in:.0%} of {pair}/{corpus}: is the language code "
+            "right?")
+
+
 def funnel(counts: Counts, sequence: list[tuple[str, str]]) -> str:
+    """Per (pair, corpus): rows in, each rule's rejections, kept; then any langid warning."""
     lines = []
     for (pair, corpus), n_in in sorted(counts.rows_in.items()):
         by_rule = counts.rejected.get((pair, corpus), {})
         kept = counts.clean.get((pair, corpus), 0)
         lines.append(f"{pair} {corpus}: {n_in:,} in")
+        warnings, remaining = [], n_in
         for stage, rule in sequence:
             n = by_rule.get((stage, rule), 0)
             if n:
                 lines.append(f"  - {rule:<20} {n:>12,}  ({stage})")
+            warning = langid_warning(pair, corpus, rule, remaining, n)
+            warnings += [f"  ! {warning}"] if warning else []
+            remaining -= n
         share = kept / n_in if n_in else 0.0
         lines.append(f"  = kept {kept:>17,}  ({share:.1%})")
+        lines += warnings
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 import vl_convert
 
+from jobs.filtering.stats import langid_warning
 from jobs.kit.launcher import sluice_path
 from jobs.reporting.data import (
     KEPT,
@@ -245,9 +246,12 @@ def funnel_section(d: ReportData, specs: dict[str, dict]) -> str:
                      td(kept, True, ' data-field="kept"'), td(share(kept, rows_in), True)])
         attrs = (f' class="funnel" data-pair="{esc(pair)}" data-corpus="{esc(corpus)}"'
                  f' data-rows-in="{rows_in}"')
+        warnings = [w for f in steps if (w := langid_warning(
+            pair, corpus, f["rule"], f["rows_in"], f["rows_rejected"]))]
         out.append(f"<h3>{esc(pair)} / {esc(corpus)}: {rows_in:,} in, {kept:,} kept "
                    f"({share(kept, rows_in)})</h3>"
-                   f'<div class="chart" id="{chart_id}"></div>'
+                   + "".join(f'<p class="note warning">{esc(w)}</p>' for w in warnings)
+                   + f'<div class="chart" id="{chart_id}"></div>'
                    + table_html(["step", "stage", "rule", "rows in", "rejected", "share"],
                                 rows, attrs))
     if d.history:

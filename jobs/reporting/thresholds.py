@@ -5,9 +5,10 @@ Each rule setting that is a threshold declares the score it cuts and how (udfs/r
 `Setting.cuts`, `Setting.bound`), so the link does not hang on names: `max_src_digit_share`
 cuts the source's `digit_share`, stored as `src_digit_share` in a bitext table and
 `digit_share` in a monolingual one. A setting `<name>_by_lang` overrides it for a side of that
-language. A score no setting cuts (or cut by a length-dependent threshold, like langid's
-`lang_prob`) gets none. The pair scorers' thresholds (align, embed, pair_score) are read from
-their units (jobs/filtering/scorer_rules.py), which name their settings.
+language, `<name>_by_script` for a side whose language's main script it names. A score no
+setting cuts (or cut by a length-dependent threshold, like langid's `lang_prob`) gets none. The
+pair scorers' thresholds (align, embed, pair_score) are read from their units
+(jobs/filtering/scorer_rules.py), which name their settings.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Literal
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.scorer_rules import scorer_rules
 from udfs.rules import Range, RowScore, Rule
+from udfs.scripts import main_script
 
 Kind = Literal["max", "min", "range"]
 @dataclass(frozen=True)
@@ -130,11 +132,16 @@ def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: t
                     continue
                 raw = settings[s.name]
                 by_lang = settings.get(f"{s.name}_by_lang") or {}
+                by_script = settings.get(f"{s.name}_by_script") or {}
                 lang = side_lang[side] if side else langs[0]
+                script = main_script(lang)
                 key = ""
                 if lang in by_lang:
                     raw = by_lang[lang]
                     key = f"{s.section}.{s.name}_by_lang.{lang}"
+                elif script in by_script:
+                    raw = by_script[script]
+                    key = f"{s.section}.{s.name}_by_script.{script}"
                 found[column] = Threshold(f"{s.section}.{s.name}", rule.name, s.bound,
                                           _value(raw), (column,), s.type is int, key)
                 break
