@@ -102,3 +102,20 @@ def test_the_funnel_and_the_report_say_it() -> None:
     html = funnel_section(SimpleNamespace(funnel=steps, history=[]), {})
     assert ('<p class="note warning">langid_src rejected 88% of bn-hi/c: is the language code '
             "right?</p>") in html
+
+
+def test_every_job_takes_the_seed_languages_and_refuses_a_code_without_a_script() -> None:
+    """Mixing and translation directions (and select's pair) were checked against lid.176's
+    labels: `ha-en` or `xh-zu` could not be mixed."""
+    from pydantic import ValidationError
+
+    from jobs.kit.config import known_pair
+    from jobs.translation.config import StreamConf
+
+    for pair in ("ha-en", "xh-zu", "bn-hi", "ta-en", "jv-en"):
+        assert known_pair(pair) == pair
+        assert StreamConf(name="bt", model="m", direction=pair).langs == tuple(pair.split("-"))
+    with pytest.raises(ValueError, match="unknown language code 'xx'"):
+        known_pair("xx-en")
+    with pytest.raises(ValidationError, match="direction 'en-xx': unknown language code 'xx'"):
+        StreamConf(name="bt", model="m", direction="en-xx")

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from jobs.filtering.config import load_config as filter_config
 from jobs.kit.ingest import InputError
 from jobs.selection.config import SelectConfig
-from udfs.langid import identify
+from udfs.langid_backends import backend_for, identify_all
 from udfs.paths import is_local_path
 
 LANG_CHECK_LINES = 2000  # lines per side whose language is checked
@@ -100,11 +101,17 @@ def from_table(spark: SparkSession, cfg: SelectConfig) -> tuple[list[str], ...]:
 
 
 def check_language(cfg: SelectConfig, sides: tuple[list[str], ...], where: str) -> None:
+    """Each side's top language (by the backend, and with the accepted relatives, that the
+    filter's defaults give the language) is the expected one on enough lines."""
+    langid = filter_config().langid  # conf/defaults.yaml's backends and accept-lists
     for lang, lines in zip(cfg.langs, sides, strict=True):
+        backend = backend_for(lang, langid.backends, langid.backend_by_lang)
+        if backend is None:  # no backend knows it: the seed's language cannot be checked
+            continue
         sample = lines[:LANG_CHECK_LINES]
-        found, _ = identify(cfg.langid_model, sample)
+        found, _, _ = identify_all(backend, cfg.langid_model, sample)
         counts = Counter(found)
-        share = counts[lang] / len(sample)
+        share = sum(counts[label] for label in langid.accept.get(lang, [lang])) / len(sample)
         if share < cfg.seed.min_lang_share:
             common = ", ".join(f"{k or 'none'} {v / len(sample):.0%}"
                                for k, v in counts.most_common(3))

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from jobs.kit.config import CONF_DIR, JobConfig, Strict, load_validated
+from jobs.kit.config import CONF_DIR, JobConfig, Strict, known_language, load_validated
 from udfs.noise import Noise
 from udfs.text_codec import CodecSpec
 from udfs.translate import DecodeSpec
@@ -84,6 +84,8 @@ class StreamConf(Strict):
     def two_languages(cls, value: str) -> str:
         if value.count("-") != 1 or not all(value.split("-")):
             raise ValueError(f"direction {value!r} must look like 'en-zh' (input-output)")
+        for code in value.split("-"):  # a language whose script is known (udfs/scripts.py)
+            known_language(code, f"direction {value!r}")
         return value
 
     @property
