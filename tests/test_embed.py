@@ -257,6 +257,28 @@ def test_batches_are_sorted_by_token_count(tico, tiny_model):
         assert lengths[longer].min() >= lengths[shorter].max()
 
 
+def test_the_gpu_pair_path_equals_the_unbatched_reference(tico, tiny_model, monkeypatch):
+    """`encode_pairs` (the GPU path: both sides in one tokenizer pass, chunks tokenized on
+    threads, token-budget batches) run on the CPU in fp32: each vector equals the text encoded
+    alone, repeated texts included, whatever the chunk and budget sizes."""
+    from udfs import encoders
+    from udfs.encoders import SentenceTransformerEncoder
+
+    monkeypatch.setattr(encoders, "TOKENIZE_CHUNK", 16)  # several chunks, overlapped
+    encoder = SentenceTransformerEncoder(str(tiny_model), "cpu", threads=2)
+    src, tgt = [*tico["zh"][:30], tico["zh"][0]], [*tico["en"][:30], tico["en"][0]]
+    want_src, want_tgt = (reference_embeddings(tiny_model.parent / "hf", side)
+                          for side in (src, tgt))
+    for budget in (64, 4096):  # a few sentences a pass; all of a chunk in one pass
+        got_src, got_tgt = encoder.encode_pairs(src, tgt, token_budget=budget)
+        assert got_src.dtype == np.float32 and got_src.shape == want_src.shape
+        np.testing.assert_allclose(got_src, want_src, atol=1e-5)
+        np.testing.assert_allclose(got_tgt, want_tgt, atol=1e-5)
+    batches = list(encoder.padded_batches(encoder.tokenize(src), 64))
+    assert sorted(np.concatenate([idx for idx, _ in batches])) == list(range(len(src)))
+    assert all(f["input_ids"].numel() <= 64 or len(idx) == 1 for idx, f in batches)
+
+
 # --- the default encoder on real translations ---------------------------------------------
 
 

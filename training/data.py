@@ -274,8 +274,12 @@ class Batch:
     num_tokens: int  # non-pad target tokens
 
     def to(self, device: torch.device) -> Batch:
-        return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
-                     self.num_tokens)
+        """On `device`; to a GPU from pinned memory, without blocking the host."""
+        if device.type != "cuda":
+            return Batch(self.src.to(device), self.tgt_in.to(device), self.tgt_out.to(device),
+                         self.num_tokens)
+        return Batch(*(t.pin_memory().to(device, non_blocking=True)
+                       for t in (self.src, self.tgt_in, self.tgt_out)), self.num_tokens)
 
 
 def collate(corpus: EncodedCorpus, indices: Sequence[int]) -> Batch:

@@ -16,6 +16,8 @@ import math
 import random
 import sys
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ from training.vocab import (
     train_sentencepiece,
 )
 
+PREFETCH = 2  # batches collated ahead of the one training
 TRAIN_FIELDS = ["step", "epoch", "elapsed_s", "lr", "loss", "nll", "ppl", "grad_norm",
                 "tgt_tokens", "tgt_tokens_per_s"]
 DEV_FIELDS = ["step", "elapsed_s", "dev_loss", "dev_nll", "dev_ppl", "bleu", "chrf", "sentences"]
@@ -175,8 +178,11 @@ class Trainer:
         seed_everything(cfg.seed)
         self.model = Transformer(cfg.model, len(vocab)).to(self.device)
         o = cfg.optim
+        # Fused on a GPU: one kernel for every parameter's update instead of several per
+        # tensor (the checkpointed state is the same either way).
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=o.lr, betas=o.betas,
-                                          eps=o.eps, weight_decay=o.weight_decay)
+                                          eps=o.eps, weight_decay=o.weight_decay,
+                                          fused=self.device.type == "cuda")
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.precision == "fp16")
         self.step = 0
         self.epoch = 0
@@ -229,16 +235,32 @@ class Trainer:
         return path
 
     # -- loop -----------------------------------------------------------------------------
+    def collated(self):
+        """(epoch, index-in-epoch, batch on the device) from the current data position on:
+        a thread collates (and pins) the next batches while the GPU runs this one."""
+        with ThreadPoolExecutor(1) as pool:
+            pending: deque = deque()
+            for epoch, i, idx in self.batches():
+                pending.append((epoch, i, pool.submit(collate, self.data.train, idx)))
+                if len(pending) > PREFETCH:
+                    epoch_, i_, batch = pending.popleft()
+                    yield epoch_, i_, batch.result().to(self.device)
+            while pending:
+                epoch_, i_, batch = pending.popleft()
+                yield epoch_, i_, batch.result().to(self.device)
+
     def batches(self):
-        """(epoch, index-in-epoch, indices) from the current data position onward."""
+        """(epoch, index-in-epoch, indices) from the current data position onward. The
+        position itself moves as the loop consumes batches (`train`), not as they are made:
+        the collating thread runs ahead."""
         t = self.cfg.train
-        while t.max_epochs is None or self.epoch < t.max_epochs:
-            order = epoch_batches(self.data.train, t.max_tokens, self.cfg.seed, self.epoch,
+        epoch, start = self.epoch, self.batch_in_epoch
+        while t.max_epochs is None or epoch < t.max_epochs:
+            order = epoch_batches(self.data.train, t.max_tokens, self.cfg.seed, epoch,
                                   t.max_sentences)
-            for i in range(self.batch_in_epoch, len(order)):
-                yield self.epoch, i, order[i]
-            self.epoch += 1
-            self.batch_in_epoch = 0
+            for i in range(start, len(order)):
+                yield epoch, i, order[i]
+            epoch, start = epoch + 1, 0
 
     def autocast(self):
         if self.precision == "fp32":
@@ -285,9 +307,12 @@ class Trainer:
         win_tokens, win_t0 = 0, time.time()
         win_loss = win_nll = 0.0
         last_saved = self.step
-        grad_norm = float("nan")
+        # Sums and the grad norm stay on the device between log points: reading one is a
+        # host sync that stalls the GPU's queue.
+        zero = torch.zeros((), device=self.device)
+        grad_norm = torch.full((), float("nan"), device=self.device)
         stop_reason = "max_steps"
-        it = self.batches()
+        it = self.collated()
         while self.step < t.max_steps:
             if t.max_minutes is not None and time.time() - start > t.max_minutes * 60:
                 stop_reason = "max_minutes"
@@ -295,33 +320,32 @@ class Trainer:
             # One optimizer step = update_freq batches.
             self.optimizer.zero_grad(set_to_none=True)
             ntok_acc = 0
-            loss_acc = nll_acc = 0.0
+            loss_acc = nll_acc = zero
             got = 0
             for _ in range(t.update_freq):
                 try:
-                    epoch, i, idx = next(it)
-                except StopIteration:
+                    epoch, i, batch = next(it)
+                except StopIteration:  # max_epochs done
+                    self.epoch, self.batch_in_epoch = t.max_epochs or self.epoch, 0
                     break
-                batch = collate(self.data.train, idx).to(self.device)
                 with self.autocast():
                     logits = self.model(batch.src, batch.tgt_in)
                 loss, nll = label_smoothed_loss(logits, batch.tgt_out, o.label_smoothing)
                 self.scaler.scale(loss).backward()
                 ntok_acc += batch.num_tokens
-                loss_acc += float(loss.detach())
-                nll_acc += float(nll)
-                self.batch_in_epoch = i + 1
+                loss_acc = loss_acc + loss.detach()
+                nll_acc = nll_acc + nll
+                self.epoch, self.batch_in_epoch = epoch, i + 1
                 got += 1
             if got == 0:
                 stop_reason = "max_epochs"
                 break
             self.scaler.unscale_(self.optimizer)
-            for p in self.model.parameters():
-                if p.grad is not None:
-                    p.grad.div_(ntok_acc)
+            grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+            torch._foreach_div_(grads, ntok_acc)  # one kernel launch for all, not one each
             if o.clip_norm > 0:
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(),
-                                                                 o.clip_norm))
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), o.clip_norm,
+                                                           foreach=True)
             lr = inverse_sqrt_lr(self.step + 1, o.lr, o.warmup_steps, o.warmup_init_lr)
             for g in self.optimizer.param_groups:
                 g["lr"] = lr
@@ -330,16 +354,17 @@ class Trainer:
             self.step += 1
             self.tokens_seen += ntok_acc
             win_tokens += ntok_acc
-            win_loss += loss_acc
-            win_nll += nll_acc
+            win_loss = win_loss + loss_acc
+            win_nll = win_nll + nll_acc
             self.elapsed = base_elapsed + time.time() - start
             if self.step % t.log_every == 0 or self.step == t.max_steps:
+                win_loss, win_nll = float(win_loss), float(win_nll)  # the window's one sync
                 dt = max(time.time() - win_t0, 1e-9)
                 row = {"step": self.step, "epoch": self.epoch, "elapsed_s": round(self.elapsed, 1),
                        "lr": f"{lr:.3e}", "loss": round(win_loss / max(win_tokens, 1), 4),
                        "nll": round(win_nll / max(win_tokens, 1), 4),
                        "ppl": round(math.exp(min(win_nll / max(win_tokens, 1), 50)), 2),
-                       "grad_norm": round(grad_norm, 3), "tgt_tokens": win_tokens,
+                       "grad_norm": round(float(grad_norm), 3), "tgt_tokens": win_tokens,
                        "tgt_tokens_per_s": round(win_tokens / dt, 1)}
                 self.train_log.append(row)
                 if self.tb:

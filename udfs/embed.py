@@ -30,210 +30,30 @@ BLAS thread (`encoders.encoder_threads`, `one_blas_thread`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cache
-
-import numpy as np
-import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
-from udfs.encoders import (
-    BACKENDS,
-    DEVICES,
-    encoder_threads,
-    load_encoder,
-    resolve_device,
-    resolve_model,
+from udfs.embed_group import (  # noqa: F401 - the scorer's pure parts, re-exported
+    _ENCODE_SEED,
+    _GROUP,
+    _MARGIN_SEED,
+    _ORDER,
+    _ORDER_SEED,
+    _SRC_VEC,
+    _TGT_VEC,
+    COSINE,
+    ENCODE_ROWS,
+    GROUP_ROWS,
+    MARGIN,
+    EncoderSpec,
+    cosine_and_margin,
+    encode,
+    encode_group,
+    margin_group,
+    one_blas_thread,
 )
 from udfs.scoring import score_where
-from udfs.task import task_cpus
-
-COSINE = "embed_cosine"
-MARGIN = "embed_margin"
-ENCODE_ROWS = 2048  # the most alive rows an encoding group holds on average
-GROUP_ROWS = 8192  # the most alive rows a margin group (a neighbourhood) holds on average
-SIM_BLOCK = 2048  # query rows per similarity block: bounds the block to 2048 x candidates
-# helper columns, dropped before output: group, order in it, each side's vector
-_GROUP, _ORDER = "_embed_group", "_embed_order"
-_SRC_VEC, _TGT_VEC = "_embed_src_vector", "_embed_tgt_vector"
-_ENCODE_SEED, _MARGIN_SEED, _ORDER_SEED = 17, 23, 19
-
-
-@dataclass(frozen=True)
-class EncoderSpec:
-    """Which sentence encoder scores a pair (from config).
-
-    backend: "use" (USE multilingual v3, numpy, CPU) or "sentence-transformers".
-    model: a local file/dir path, a file shipped with --files/addFile (matched by base name),
-        or for sentence-transformers a name already in the Hugging Face cache (loaded offline).
-    batch_size: texts per forward pass (sentence-transformers; USE batches by token budget).
-    device: "auto" (the task's Spark-assigned GPU if any, else CPU), "cpu" or "cuda".
-    """
-
-    backend: str
-    model: str
-    batch_size: int = 256
-    device: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"embed backend {self.backend!r} is not one of {BACKENDS}")
-        if self.device not in DEVICES:
-            raise ValueError(f"embed device {self.device!r} is not one of {DEVICES}")
-        if self.backend == "use" and self.device == "cuda":
-            raise ValueError("the 'use' backend runs on the CPU only (numpy); use device auto/cpu")
-        if self.batch_size < 1:
-            raise ValueError(f"embed batch_size must be >= 1, got {self.batch_size}")
-
-
-def encode(spec: EncoderSpec, texts: list[str]) -> np.ndarray:
-    """L2-normalized float32 embeddings, one row per text (shape (0, 0) for no texts).
-
-    Identical texts are encoded once: corpora repeat sources (several references or system
-    outputs per source), and each repeat is work saved.
-    """
-    if len(texts) == 0:
-        return np.zeros((0, 0), dtype=np.float32)
-    device = resolve_device(spec.backend, spec.device)
-    threads = encoder_threads(spec.backend, task_cpus())
-    encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads)
-    codes, uniques = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=False)
-    emb = np.asarray(encoder.encode(list(uniques), spec.batch_size), dtype=np.float32)
-    return _l2_normalize(emb)[codes]
-
-
-def _l2_normalize(emb: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(emb, axis=1, keepdims=True)
-    return emb / np.maximum(norms, 1e-12)
-
-
-def cosine_and_margin(
-    src_emb: np.ndarray,
-    tgt_emb: np.ndarray,
-    k: int,
-    *,
-    src_pool: np.ndarray | None = None,
-    tgt_pool: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cosine of each (src_emb[i], tgt_emb[i]) pair and its ratio margin (NaN where k == 0).
-
-    Rows must be L2-normalized. Neighbours of a source are the k nearest among all targets
-    given (tgt_emb plus tgt_pool), and the other way round. The true partner is a candidate
-    too, as in Artetxe & Schwenk; with k or fewer candidates the margin is NaN (null).
-    """
-    cos = np.einsum("ij,ij->i", src_emb, tgt_emb).astype(np.float64)
-    if k <= 0 or len(cos) == 0:
-        return cos, np.full(len(cos), np.nan)
-    targets = _stack(tgt_emb, tgt_pool)
-    sources = _stack(src_emb, src_pool)
-    if min(len(targets), len(sources)) <= k:
-        # Fewer than k candidates besides the partner: the margin would be pulled towards 1
-        # by the partner itself (exactly 1 for a lone row) and reject good pairs. Null instead:
-        # the row is judged by its cosine alone.
-        return cos, np.full(len(cos), np.nan)
-    src_knn = _knn_mean(src_emb, targets, k)
-    tgt_knn = _knn_mean(tgt_emb, sources, k)
-    # A neighbourhood mean at or below 0 does not occur with trained encoders; clipping it
-    # keeps the margin finite and ordered by cosine instead of flipping its sign or turning
-    # it into a null, which a threshold rule would let pass.
-    denom = np.maximum((src_knn + tgt_knn) / 2, 1e-6)
-    return cos, cos / denom
-
-
-def _stack(batch: np.ndarray, pool: np.ndarray | None) -> np.ndarray:
-    return batch if pool is None or len(pool) == 0 else np.vstack([batch, pool])
-
-
-def _knn_mean(queries: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:
-    """Mean of each query's k highest cosines to the candidates, in row blocks to bound
-    memory (a 10,000 x 14,000 similarity matrix would be 560 MB), on one BLAS thread (a
-    cosine's last bits would otherwise depend on the machine's cores)."""
-    out = np.empty(len(queries), dtype=np.float64)
-    with one_blas_thread():
-        for start in range(0, len(queries), SIM_BLOCK):
-            sims = queries[start : start + SIM_BLOCK] @ candidates.T
-            top = np.sort(np.partition(sims, -k, axis=1)[:, -k:], axis=1)
-            out[start : start + SIM_BLOCK] = top.mean(axis=1)
-    return out
-
-
-@cache
-def _blas_controller():
-    """threadpoolctl's view of the BLAS libraries loaded (scanned once per process); None
-    without threadpoolctl (USE's `[fast]` extra installs it)."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
-
-
-@contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """numpy's BLAS on one thread for the block (unchanged without threadpoolctl)."""
-    controller = _blas_controller()
-    if controller is None:
-        yield
-        return
-    with controller.limit(limits=1, user_api="blas"):
-        yield
-
-
-def _in_order(pdf: pd.DataFrame) -> pd.DataFrame:
-    """A group's rows in an order of their own (Spark hands them over in shuffle order); ties
-    (the same pair twice) are broken by the texts, whose vectors are then the same too."""
-    return pdf.sort_values([_ORDER, "src", "tgt"], kind="stable", ignore_index=True)
-
-
-def encode_group(spec: EncoderSpec, vectors: bool) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The applyInPandas function of the encoding step: one group's alive rows in, the same
-    rows plus `embed_cosine` out, and either `embed_margin` (null) or, for the margin step,
-    the order key and both sides' vectors (float32 bytes; null where a side is null)."""
-
-    def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = _in_order(pdf).drop(columns=[_GROUP])
-        rows = np.flatnonzero((pdf["src"].notna() & pdf["tgt"].notna()).to_numpy())
-        cos = np.full(len(pdf), np.nan)
-        src_vec, tgt_vec = [None] * len(pdf), [None] * len(pdf)
-        if len(rows):
-            src = encode(spec, pdf["src"].iloc[rows].tolist())
-            tgt = encode(spec, pdf["tgt"].iloc[rows].tolist())
-            cos[rows], _ = cosine_and_margin(src, tgt, 0)
-            if vectors:
-                for i, row in enumerate(rows):
-                    src_vec[row], tgt_vec[row] = src[i].tobytes(), tgt[i].tobytes()
-        pdf[COSINE] = cos
-        if vectors:
-            pdf[_SRC_VEC], pdf[_TGT_VEC] = src_vec, tgt_vec
-            return pdf
-        pdf[MARGIN] = np.nan
-        return pdf.drop(columns=[_ORDER])
-
-    return run
-
-
-def margin_group(margin_k: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The applyInPandas function of the margin step: one neighbourhood's encoded rows in, the
-    same rows with `embed_margin` (over the group's rows as candidates) and without vectors."""
-
-    def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = _in_order(pdf)
-        rows = np.flatnonzero(pdf[_SRC_VEC].notna().to_numpy())
-        margin = np.full(len(pdf), np.nan)
-        if len(rows):
-            src, tgt = (
-                np.stack([np.frombuffer(v, np.float32) for v in pdf[col].iloc[rows]])
-                for col in (_SRC_VEC, _TGT_VEC)
-            )
-            _, margin[rows] = cosine_and_margin(src, tgt, margin_k)
-        pdf[MARGIN] = margin
-        return pdf.drop(columns=[_GROUP, _ORDER, _SRC_VEC, _TGT_VEC])
-
-    return run
 
 
 def _group_of(seed: int, groups: int) -> Column:
