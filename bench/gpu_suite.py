@@ -4,7 +4,7 @@ GPU:
 - `peak`: the bf16 matmul rate of this GPU (8192^3), the yardstick of every share below.
 - `embed`: a LaBSE-shaped encoder (random weights, LaBSE's shape and vocabulary size; built
   by bench/embed_gpu.py) on real zh-en lines, three ways: the scorer's per-group function
-  exactly as the filter's embed stage calls it (`udfs.embed_group.encode_group`, on groups of
+  exactly as the filter's embed stage calls it (`udfs.embed_scores.encode_group`, on groups of
   the stage's size), the encoder's pair path alone (`encode_pairs`), and the per-side path the
   stage used before (`encode` of each side in batches of 256), all in this run.
 - `train`: the real training loop (`training.train.Trainer`, bf16) for Transformer base and
@@ -14,7 +14,7 @@ GPU:
   cuBLAS); otherwise one line saying why.
 
 Runs without pyspark and without a JVM (GPU hosts have neither): the scorer's group code
-lives in udfs/embed_group.py for that. Anything missing is skipped with one clear line, and
+lives in udfs/embed_scores.py for that. Anything missing is skipped with one clear line, and
 the JSON is rewritten after each part, so a run cut short keeps what it measured.
 
     python bench/gpu_suite.py --out gpu.json           # on a GPU
@@ -98,7 +98,7 @@ def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
     import pandas as pd
     from embed_gpu import LABSE, SMOKE, build_model, sample_pairs, sentence_flops
 
-    from udfs import embed_group as eg
+    from udfs import embed_scores as eg
     from udfs.encoders import load_encoder
 
     shape = SMOKE if suite.smoke else LABSE

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
-from udfs import embed
+from udfs import embed_scores
 from udfs.embed import EncoderSpec, add_embedding_scores, cosine_and_margin, encode
 from udfs.encoders import load_encoder
 
@@ -84,7 +84,7 @@ def unit_rows(rng: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:
 
 
 def test_margin_matches_pairwise_definition_with_pool_and_blocks(monkeypatch):
-    monkeypatch.setattr(embed, "SIM_BLOCK", 3)  # several similarity blocks on 10 rows
+    monkeypatch.setattr(embed_scores, "SIM_BLOCK", 3)  # several similarity blocks on 10 rows
     rng = np.random.default_rng(0)
     src, tgt = unit_rows(rng, 10), unit_rows(rng, 10)
     src_pool, tgt_pool = unit_rows(rng, 5), unit_rows(rng, 5)

@@ -34,7 +34,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
-from udfs.embed_group import (  # noqa: F401 - the scorer's pure parts, re-exported
+from udfs.embed_scores import (  # noqa: F401 - the scorer's pure parts, re-exported
     _ENCODE_SEED,
     _GROUP,
     _MARGIN_SEED,
