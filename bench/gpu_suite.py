@@ -47,10 +47,11 @@ TRAIN_SHAPES = {  # name: d_model, ffn, heads, (encoder, decoder layers)
 
 
 class Suite:
-    def __init__(self, out: Path, smoke: bool) -> None:
+    def __init__(self, out: Path, smoke: bool, train_runs: str, old_train: Path | None) -> None:
         import torch
 
         self.out, self.smoke = out, smoke
+        self.train_runs, self.old_train = train_runs.split(","), old_train
         self.device = "cpu" if smoke or not torch.cuda.is_available() else "cuda"
         self.results: dict[str, Any] = {"smoke": smoke, "device": self.device}
 
@@ -90,7 +91,21 @@ def peak(suite: Suite) -> float:
     from embed_gpu import matmul_tflops
 
     n, iters = (8192, 30) if suite.device == "cuda" else (256, 2)
-    return max(matmul_tflops(suite.device, n, iters) for _ in range(2))
+    return max(matmul_tflops(suite.device, n, iters) for _ in range(2))  # the better of two
+
+
+def distinct_sides(pairs: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Each side's texts all distinct (the encoder encodes a repeated text once: repeats
+    would count work not done): two of the side's lines joined, each pair of lines once:
+    short news/Tatoeba sentences, ~30 tokens."""
+    sides = []
+    for column in (0, 1):
+        lines = sorted({pair[column] for pair in pairs})
+        n = len(lines)
+        texts = [f"{lines[i % n]} {lines[(i % n + 1 + i // n) % n]}" for i in range(len(pairs))]
+        sides.append(list(dict.fromkeys(texts)))
+    size = min(map(len, sides))
+    return sides[0][:size], sides[1][:size]
 
 
 def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
@@ -103,8 +118,7 @@ def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
 
     shape = SMOKE if suite.smoke else LABSE
     n_pairs = 400 if suite.smoke else 40_000
-    pairs = sample_pairs("zh-en", n_pairs)
-    src, tgt = [s for s, _ in pairs], [t for _, t in pairs]
+    src, tgt = distinct_sides(sample_pairs("zh-en", n_pairs))
     tmp = Path(tempfile.mkdtemp(prefix="gpu-suite-embed-"))
     model_dir = build_model(tmp, shape, src + tgt)
     spec = eg.EncoderSpec("sentence-transformers", str(model_dir), batch_size=256,
@@ -114,16 +128,17 @@ def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
                  if "embeddings" not in n)
     lengths = np.fromiter(map(len, encoder.tokenize(src + tgt)), dtype=np.int64)
     flops = float(sum(sentence_flops(int(n), shape, params) for n in lengths))
+    n_pairs = len(src)
     out: dict[str, Any] = {"pairs": n_pairs, "tokens_per_sentence": round(float(lengths.mean()), 1),
                            "encoder_params_M": round(params / 1e6, 1)}
 
     def rate(name: str, seconds: float) -> None:
         tflops = flops / seconds / 1e12
+        share = tflops / peak_tflops if peak_tflops > 0 else float("nan")
         out[name] = {"seconds": round(seconds, 2), "pairs_per_s": round(n_pairs / seconds),
-                     "tflops_real_tokens": round(tflops, 1),
-                     "share_of_peak": round(tflops / peak_tflops, 3)}
+                     "tflops_real_tokens": round(tflops, 1), "share_of_peak": round(share, 3)}
         print(f"embed {name}: {n_pairs / seconds:,.0f} pairs/s, "
-              f"{tflops / peak_tflops:.1%} of {peak_tflops:.0f} TFLOP/s", flush=True)
+              f"{share:.1%} of {peak_tflops:.0f} TFLOP/s", flush=True)
 
     def timed(run: Callable[[], Any]) -> float:
         run()  # warm-up: kernels, allocator, cuBLAS handles
@@ -151,6 +166,41 @@ def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
     return out
 
 
+STEPS = {"base": 150, "big": 100}  # enough windows of 20 after the warm-up one
+TRAIN_RUNS = "base:16384:new,base:65536:new,big:16384:new,big:65536:new"
+
+
+def loop_variant(loop: str, old_train: Path | None) -> type:
+    """The Trainer of a variant of the loop: `new` (training/train.py), `serial` (the same
+    without collating ahead on a thread), `old` (a copy of an older training/train.py, with
+    batches copied to the GPU as it did: not pinned), for a before/after in one run."""
+    import importlib.util
+
+    import training.data
+    import training.train
+
+    batch = training.data.Batch
+    if not hasattr(batch, "pinned_to"):  # the module's own `to`, kept before any swap
+        batch.pinned_to = batch.to
+    batch.to = batch.pinned_to
+    training.train.PREFETCH = 0 if loop == "serial" else 2
+    if loop in ("new", "serial"):
+        return training.train.Trainer
+    if loop != "old" or old_train is None or not old_train.exists():
+        raise ValueError(f"loop {loop!r}: new, serial, or old with --old-train FILE")
+
+    def unpinned(batch: Any, device: Any) -> Any:
+        return training.data.Batch(batch.src.to(device), batch.tgt_in.to(device),
+                                   batch.tgt_out.to(device), batch.num_tokens)
+
+    training.data.Batch.to = unpinned
+    spec = importlib.util.spec_from_file_location("old_train", old_train)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["old_train"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.Trainer
+
+
 def train(suite: Suite, peak_tflops: float) -> list[dict[str, Any]]:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -158,7 +208,6 @@ def train(suite: Suite, peak_tflops: float) -> list[dict[str, Any]]:
     from training.config import from_dict
     from training.data import collate
     from training.model import label_smoothed_loss
-    from training.train import Trainer
 
     tmp = Path(tempfile.mkdtemp(prefix="gpu-suite-train-"))
     zh = (DATA / "moses_zh.txt").read_text(encoding="utf-8").splitlines()
@@ -167,12 +216,12 @@ def train(suite: Suite, peak_tflops: float) -> list[dict[str, Any]]:
     repeat = 2 if suite.smoke else 40  # ~68k pairs: batches of 64k tokens from many lines
     (tmp / "train.zh").write_text("\n".join(zh[:n] * repeat) + "\n", encoding="utf-8")
     (tmp / "train.en").write_text("\n".join(en[:n] * repeat) + "\n", encoding="utf-8")
-    runs = [("smoke", (64, 128, 2, (1, 1)), 512, 6)] if suite.smoke else [
-        (name, TRAIN_SHAPES[name], tokens, steps)
-        for name, steps in (("base", 200), ("big", 120)) for tokens in (16_384, 65_536)]
+    runs = [("smoke", (64, 128, 2, (1, 1)), 512, 6, "new")] if suite.smoke else [
+        (name, TRAIN_SHAPES[name], int(tokens), STEPS[name], loop)
+        for name, tokens, loop in (spec.split(":") for spec in suite.train_runs)]
     results = []
-    for name, (d, ffn, heads, layers), max_tokens, steps in runs:
-        run_dir = tmp / f"{name}-{max_tokens}"
+    for name, (d, ffn, heads, layers), max_tokens, steps, loop in runs:
+        run_dir = tmp / f"{name}-{max_tokens}-{loop}"
         cfg = from_dict({
             "run_dir": str(run_dir), "seed": 1,
             "data": {"train": [{"paths": [str(tmp / "train.zh"), str(tmp / "train.en")],
@@ -190,7 +239,7 @@ def train(suite: Suite, peak_tflops: float) -> list[dict[str, Any]]:
         })
         if suite.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
-        trainer = Trainer(cfg)
+        trainer = loop_variant(loop, suite.old_train)(cfg)
         trainer.setup()
         _, _, idx = next(trainer.batches())
         batch = collate(trainer.data.train, idx).to(trainer.device)
@@ -209,14 +258,16 @@ def train(suite: Suite, peak_tflops: float) -> list[dict[str, Any]]:
         warm = rows[1:] or rows
         tokens = sum(float(r["tgt_tokens"]) for r in warm)
         tps = tokens / sum(float(r["tgt_tokens"]) / float(r["tgt_tokens_per_s"]) for r in warm)
-        result = {"model": name, "params_M": round(trainer.model.num_parameters() / 1e6, 1),
+        result = {"model": name, "loop": loop,
+                  "params_M": round(trainer.model.num_parameters() / 1e6, 1),
                   "max_tokens": max_tokens, "steps": steps, "train_s": round(seconds, 1),
                   "tgt_tokens_per_s": round(tps),
                   "tflops": round(tps * flops_per_token / 1e12, 1),
-                  "mfu": round(tps * flops_per_token / 1e12 / peak_tflops, 3),
+                  "mfu": round(tps * flops_per_token / 1e12 / peak_tflops, 3)
+                  if peak_tflops > 0 else None,
                   "peak_mem_GiB": round(torch.cuda.max_memory_allocated() / 2**30, 1)
                   if suite.device == "cuda" else None}
-        print(f"train {name} {max_tokens}: {tps:,.0f} tgt tok/s, MFU {result['mfu']:.1%}",
+        print(f"train {name} {max_tokens} {loop}: {tps:,.0f} tgt tok/s, MFU {result['mfu']}",
               flush=True)
         results.append(result)
     return results
@@ -243,14 +294,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("gpu_suite.json"))
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU")
     parser.add_argument("--parts", default="embed,train,ct2")
+    parser.add_argument("--train-runs", default=TRAIN_RUNS,
+                        help="model:max_tokens:loop,... (loop: new, serial, old)")
+    parser.add_argument("--old-train", type=Path, help="an older training/train.py (loop old)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    suite = Suite(args.out, args.smoke)
+    suite = Suite(args.out, args.smoke, args.train_runs, args.old_train)
     suite.part("env", lambda: environment(suite))
     suite.part("peak_tflops", lambda: round(peak(suite), 1))
     top = suite.results["peak_tflops"]
-    top = top if isinstance(top, float) else float("nan")
+    top = top if isinstance(top, float) and top > 0 else float("nan")
     parts = args.parts.split(",")
     if "embed" in parts:
         suite.part("embed", lambda: embed(suite, top))
