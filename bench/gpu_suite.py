@@ -171,9 +171,10 @@ TRAIN_RUNS = "base:16384:new,base:65536:new,big:16384:new,big:65536:new"
 
 
 def loop_variant(loop: str, old_train: Path | None) -> type:
-    """The Trainer of a variant of the loop: `new` (training/train.py), `serial` (the same
-    without collating ahead on a thread), `old` (a copy of an older training/train.py, with
-    batches copied to the GPU as it did: not pinned), for a before/after in one run."""
+    """The Trainer of a variant of the loop, for a before/after in one run: `new`
+    (training/train.py), `old` (a copy of an older training/train.py, with batches copied to
+    the GPU as it did: not pinned). Run `old` after a `new` run of the same shape: the first
+    run of a shape in a process pays the CUDA allocator's warm-up (variable batch shapes)."""
     import importlib.util
 
     import training.data
@@ -183,11 +184,10 @@ def loop_variant(loop: str, old_train: Path | None) -> type:
     if not hasattr(batch, "pinned_to"):  # the module's own `to`, kept before any swap
         batch.pinned_to = batch.to
     batch.to = batch.pinned_to
-    training.train.PREFETCH = 0 if loop == "serial" else 2
-    if loop in ("new", "serial"):
+    if loop == "new":
         return training.train.Trainer
     if loop != "old" or old_train is None or not old_train.exists():
-        raise ValueError(f"loop {loop!r}: new, serial, or old with --old-train FILE")
+        raise ValueError(f"loop {loop!r}: new, or old with --old-train FILE")
 
     def unpinned(batch: Any, device: Any) -> Any:
         return training.data.Batch(batch.src.to(device), batch.tgt_in.to(device),
@@ -295,7 +295,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU")
     parser.add_argument("--parts", default="embed,train,ct2")
     parser.add_argument("--train-runs", default=TRAIN_RUNS,
-                        help="model:max_tokens:loop,... (loop: new, serial, old)")
+                        help="model:max_tokens:loop,... (loop: new, or old after a new)")
     parser.add_argument("--old-train", type=Path, help="an older training/train.py (loop old)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
