@@ -30,6 +30,10 @@ BLAS thread (`encoders.encoder_threads`, `one_blas_thread`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
+import pandas as pd
+from pyspark.resource import ResourceProfile
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
@@ -54,6 +58,7 @@ from udfs.embed_scores import (  # noqa: F401 - the scorer's pure parts, re-expo
     one_blas_thread,
 )
 from udfs.scoring import score_where
+from udfs.task import task_gpu
 
 
 def _group_of(seed: int, groups: int) -> Column:
@@ -61,8 +66,31 @@ def _group_of(seed: int, groups: int) -> Column:
     return F.pmod(F.xxhash64(F.lit(seed), "src", "tgt"), F.lit(groups))
 
 
+def encode_partition(spec: EncoderSpec, vectors: bool, needs_gpu: bool
+                     ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """The mapInPandas function of the encoding step under a stage resource profile: a
+    partition holds whole groups (repartitioned by group), each encoded as `encode_group`
+    encodes it, so the scores equal the applyInPandas path's. A task the profile promised a
+    GPU and Spark gave none fails loudly rather than encode on the CPU."""
+    encode_one = encode_group(spec, vectors)
+
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        if needs_gpu and task_gpu() is None:
+            raise RuntimeError("embed stage: this task's resource profile asks for a GPU, but "
+                               "Spark assigned it none (check spark.executor.resource.gpu.*)")
+        parts = list(batches)
+        if not parts:
+            return
+        rows = pd.concat(parts, ignore_index=True)
+        for _, group in rows.groupby(_GROUP, sort=True):
+            yield encode_one(group)
+
+    return run
+
+
 def add_embedding_scores(
-    df: DataFrame, spec: EncoderSpec, alive: Column, margin_k: int = 0
+    df: DataFrame, spec: EncoderSpec, alive: Column, margin_k: int = 0,
+    profile: ResourceProfile | None = None,
 ) -> DataFrame:
     """`df` plus double columns `embed_cosine` and `embed_margin`.
 
@@ -72,6 +100,10 @@ def add_embedding_scores(
     otherwise it is the ratio margin over k neighbours among the row's margin group (see the
     module docstring). Counts the alive rows first (one Spark job) to size the groups, so
     stage `df` when it is expensive to compute.
+
+    `profile`: the encoding stage's own resources (stage-level scheduling: whole GPUs and the
+    cores to feed them, jobs/filtering/pair_scores.py `embed_profile`), the other stages
+    keeping the job's. Its groups are the same, so are its scores.
     """
 
     def score(live: DataFrame) -> DataFrame:
@@ -85,8 +117,16 @@ def add_embedding_scores(
         )
         fields = [StructField(COSINE, DoubleType()), StructField(MARGIN, DoubleType())]
         schema = StructType([*live.schema.fields, *fields])
+
+        def encoded_by_group(vectors: bool, out: StructType) -> DataFrame:
+            if profile is None:
+                return keyed.groupBy(_GROUP).applyInPandas(encode_group(spec, vectors), out)
+            needs_gpu = "gpu" in profile.taskResources
+            return keyed.repartition(groups, _GROUP).mapInPandas(
+                encode_partition(spec, vectors, needs_gpu), out, profile=profile)
+
         if margin_k <= 0:
-            return keyed.groupBy(_GROUP).applyInPandas(encode_group(spec, False), schema)
+            return encoded_by_group(False, schema)
         encoded_schema = StructType(
             [
                 *live.schema.fields,
@@ -96,7 +136,7 @@ def add_embedding_scores(
                 StructField(_TGT_VEC, BinaryType()),
             ]
         )
-        encoded = keyed.groupBy(_GROUP).applyInPandas(encode_group(spec, True), encoded_schema)
+        encoded = encoded_by_group(True, encoded_schema)
         groups = max(1, -(-alive_rows // GROUP_ROWS))
         regrouped = encoded.withColumn(_GROUP, _group_of(_MARGIN_SEED, groups))
         return regrouped.groupBy(_GROUP).applyInPandas(margin_group(margin_k), schema)

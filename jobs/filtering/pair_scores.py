@@ -7,6 +7,7 @@ rejects the rows under its threshold with its own stage and rule name.
 
 from __future__ import annotations
 
+from pyspark.resource import ResourceProfile, ResourceProfileBuilder, TaskResourceRequests
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -122,6 +123,19 @@ def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> Data
     return df
 
 
+def embed_profile(conf: dict[str, str]) -> ResourceProfile | None:
+    """The embed stage's own resources when executors have GPUs and tasks ask for none by
+    default (`spark.executor.resource.gpu.amount` set, `spark.task.resource.gpu.amount` not):
+    each of its tasks takes one whole GPU and the executor's cores per GPU, while the CPU
+    stages keep one core a task and no GPU. Otherwise None: the job's own task resources."""
+    gpus = float(conf.get("spark.executor.resource.gpu.amount", "0") or 0)
+    if gpus <= 0 or conf.get("spark.task.resource.gpu.amount"):
+        return None
+    cores = int(conf.get("spark.executor.cores", "1"))
+    requests = TaskResourceRequests().cpus(max(1, int(cores // gpus))).resource("gpu", 1.0)
+    return ResourceProfileBuilder().require(requests).build
+
+
 def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     """`model` is the encoder's model path as the executors see it."""
     from udfs.embed import EncoderSpec, add_embedding_scores
@@ -129,7 +143,8 @@ def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     emb = cfg.embedding
     enc = emb.chosen
     spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
-    df = add_embedding_scores(df, spec, alive(), emb.margin_k)
+    conf = dict(df.sparkSession.sparkContext.getConf().getAll())
+    df = add_embedding_scores(df, spec, alive(), emb.margin_k, embed_profile(conf))
     for unit in scorer_rules(cfg, "embed"):  # the cosine, then the margin where it has one
         df = reject_where(df, unit.failing(cfg), unit.stage, unit.rule)
     return df
