@@ -40,27 +40,25 @@ def identifier() -> gcld3.NNetLanguageIdentifier:
     return gcld3.NNetLanguageIdentifier(min_num_bytes=0, max_num_bytes=MAX_BYTES)
 
 
-def identify_all(texts: list[str]) -> tuple[list[str], list[float], list[dict[str, float]]]:
+def identify_one(ident: gcld3.NNetLanguageIdentifier, text: str
+                 ) -> tuple[str, float, dict[str, float]]:
     """Top language, its probability, and each language's probability weighted by its share
-    of the text, for each text (empty text -> ("", 0.0, {}))."""
+    of the text (empty text -> ("", 0.0, {}))."""
+    if not text.strip():
+        return "", 0.0, {}
+    found: dict[str, float] = {}
+    spans = ident.FindTopNMostFreqLangs(text.replace("\n", " "), TOP_SPANS)
+    for span in spans:
+        if span.language != "und" and span.proportion > 0:
+            lang = RENAMED.get(span.language, span.language)
+            found[lang] = min(found.get(lang, 0.0) + span.probability * span.proportion, 1.0)
+    if not spans:
+        return "und", 0.0, found
+    return RENAMED.get(spans[0].language, spans[0].language), float(spans[0].probability), found
+
+
+def identify_all(texts: list[str]) -> tuple[list[str], list[float], list[dict[str, float]]]:
+    """`identify_one` of each text, as three lists (udfs/langid_backends.py's shape)."""
     ident = identifier()
-    langs: list[str] = []
-    top_probs: list[float] = []
-    all_probs: list[dict[str, float]] = []
-    for text in texts:
-        if not text.strip():
-            langs.append("")
-            top_probs.append(0.0)
-            all_probs.append({})
-            continue
-        found: dict[str, float] = {}
-        spans = ident.FindTopNMostFreqLangs(text.replace("\n", " "), TOP_SPANS)
-        for span in spans:
-            if span.language != "und" and span.proportion > 0:
-                lang = RENAMED.get(span.language, span.language)
-                found[lang] = min(found.get(lang, 0.0) + span.probability * span.proportion, 1.0)
-        top = spans[0] if spans else None
-        langs.append(RENAMED.get(top.language, top.language) if top else "und")
-        top_probs.append(float(top.probability) if top else 0.0)
-        all_probs.append(found)
-    return langs, top_probs, all_probs
+    results = [identify_one(ident, text) for text in texts]
+    return [r[0] for r in results], [r[1] for r in results], [r[2] for r in results]
