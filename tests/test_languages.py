@@ -1,6 +1,6 @@
 """Every language of the seed systems through the real filter job (issue 35): real Tatoeba
-pairs of ta, jv, ms, tl, ha, xh, zu, is, ja with English and bn-hi (tests/data/langs/, see
-ATTRIBUTION.md). Before: ha/xh/zu were refused at config time, bn/ta sides were judged as
+pairs of ta, jv, ms, tl, ha, xh, zu, is, ja, bn, hi with English and bn-hi (tests/data/langs/,
+see ATTRIBUTION.md). Before: ha/xh/zu were refused at config time, bn/ta sides were judged as
 Latin script and rejected wholesale, ja-en kept nothing (a whole sentence was one word).
 
 The runs go through `jobs.filtering.job.main` in the test session's JVM (as
@@ -20,7 +20,7 @@ from jobs.filtering.job import main
 pytestmark = pytest.mark.integration
 LANGS = Path(__file__).resolve().parent / "data" / "langs"
 PAIRS = ("ta-en", "jv-en", "ms-en", "tl-en", "ha-en", "xh-en", "zu-en", "is-en", "ja-en",
-         "bn-hi")
+         "bn-en", "hi-en", "bn-hi")
 DB = "langs"
 
 
