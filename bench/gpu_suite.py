@@ -4,7 +4,7 @@ GPU:
 - `peak`: the bf16 matmul rate of this GPU (8192^3), the yardstick of every share below.
 - `embed`: a LaBSE-shaped encoder (random weights, LaBSE's shape and vocabulary size; built
   by bench/embed_gpu.py) on real zh-en lines, three ways: the scorer's per-group function
-  exactly as the filter's embed stage calls it (`udfs.embed_scores.encode_group`, on groups of
+  exactly as the filter's embed stage calls it (`udfs.embed_scores.score_group`, on groups of
   the stage's size), the encoder's pair path alone (`encode_pairs`), and the per-side path the
   stage used before (`encode` of each side in batches of 256), all in this run.
 - `train`: the real training loop (`training.train.Trainer`, bf16) for Transformer base and
@@ -149,16 +149,20 @@ def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
         return time.perf_counter() - start
 
     rate("bare_encode_pairs", timed(lambda: encoder.encode_pairs(src, tgt)))
-    frame = pd.DataFrame({"row_id": range(n_pairs), "src": src, "tgt": tgt})
+    frame = pd.DataFrame({"src": src, "tgt": tgt})
     frame[eg._GROUP] = 0
     frame[eg._ORDER] = pd.util.hash_pandas_object(frame[["src", "tgt"]], index=False).astype(
         "int64")
-    group_fn = eg.encode_group(spec, vectors=False)
-    for rows in (eg.ENCODE_ROWS, 16_384):
+    # The stage's groups: ENCODE_ROWS pairs without a margin, GROUP_ROWS with one (margin
+    # k=4 computed on the GPU in the same call).
+    for rows, margin_k in ((eg.ENCODE_ROWS, 0), (eg.GROUP_ROWS, 4)):
+        group_fn = eg.score_group(spec, margin_k)
         groups = [frame.iloc[i:i + rows] for i in range(0, n_pairs, rows)]
-        rate(f"scorer_group_{rows}_rows", timed(lambda g=groups: [group_fn(x) for x in g]))
-    got = group_fn(frame.iloc[:512])[eg.COSINE].to_numpy()
-    again = group_fn(frame.iloc[:512])[eg.COSINE].to_numpy()
+        name = f"scorer_group_{rows}_rows" + (f"_margin_{margin_k}" if margin_k else "")
+        rate(name, timed(lambda g=groups, f=group_fn: [f(x) for x in g]))
+    group_fn = eg.score_group(spec, 4)
+    got = group_fn(frame.iloc[:512])[[eg.COSINE, eg.MARGIN]].to_numpy()
+    again = group_fn(frame.iloc[:512])[[eg.COSINE, eg.MARGIN]].to_numpy()
     out["repeatable"] = bool(np.array_equal(got, again))
     before = n_pairs if suite.smoke else 8_000  # the old path is slow: a slice of the pairs
     seconds = timed(lambda: (eg.encode(spec, src[:before]), eg.encode(spec, tgt[:before])))

@@ -547,3 +547,27 @@ def test_torch_build_arg_selects_the_index(tmp_path: Path) -> None:
     assert cuda.returncode == 0, cuda.stderr
     assert cuda.stdout.strip() == f"pip install --index-url https://pypi.org/simple {pin}"
     assert other.returncode != 0 and "pip" not in other.stdout and "TORCH" in other.stderr
+
+
+def test_the_cuda_image_carries_the_cublas_ctranslate2_loads() -> None:
+    """CTranslate2's wheel dlopens CUDA's cuBLAS by its soname (libcublas.so.12 for 4.x); the
+    cuda image must install that major version's cuBLAS where the image's LD_LIBRARY_PATH
+    points, and check at build time that it loads. Read from the installed wheel itself, so
+    an upgrade to a build for another CUDA fails here, not on a GPU worker."""
+    import ctranslate2
+
+    libs = Path(ctranslate2.__file__).parent.parent / "ctranslate2.libs"
+    [lib] = libs.glob("libctranslate2*.so*")
+    majors = set(re.findall(rb"libcublas\.so\.(\d+)", lib.read_bytes()))
+    assert len(majors) == 1, majors
+    major = majors.pop().decode()
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    *_, (_, image) = stages(dockerfile)
+    lib_dir = stage_env(image).get("LD_LIBRARY_PATH", "")
+    assert lib_dir.startswith("/opt/venv/"), "the image's LD_LIBRARY_PATH is not in the venv"
+    [install] = [line for line in logical_lines(dockerfile)
+                 if line.startswith("RUN") and "nvidia-cublas-cu" in line]
+    assert '"$TORCH" = cuda' in install and f"nvidia-cublas-cu{major}" in install
+    assert f"ln -s \"$lib\"/libcublas*.so.{major} {lib_dir}/" in install
+    assert f"LD_LIBRARY_PATH={lib_dir} python3" in install
+    assert f"libcublas.so.{major}" in install and f"libcublasLt.so.{major}" in install

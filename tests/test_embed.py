@@ -94,6 +94,19 @@ def test_margin_matches_pairwise_definition_with_pool_and_blocks(monkeypatch):
     np.testing.assert_allclose(margin, want, rtol=1e-9)
 
 
+def test_the_gpu_margin_path_equals_numpys(monkeypatch):
+    """The neighbour search a GPU group runs (torch, `device=`), here on the CPU: the same
+    margins as numpy's to float32 precision, over several similarity blocks."""
+    monkeypatch.setattr(embed_scores, "SIM_BLOCK", 4)
+    rng = np.random.default_rng(2)
+    src, tgt = (unit_rows(rng, 11, 16).astype(np.float32) for _ in range(2))
+    cos, want = cosine_and_margin(src, tgt, 3)
+    cos_t, got = cosine_and_margin(src, tgt, 3, device="cpu")
+    np.testing.assert_array_equal(cos_t, cos)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, naive_margin(src, tgt, 3, src, tgt), rtol=1e-6)
+
+
 def test_margin_needs_more_than_k_candidates_and_k0_gives_nan():
     rng = np.random.default_rng(1)
     src, tgt = unit_rows(rng, 3), unit_rows(rng, 3)

@@ -3,7 +3,7 @@ offer one GPU each from a fake discovery script, and the filter job with the emb
 on it. The embed stage runs under a resource profile of its own (one whole GPU and the cores
 per GPU for each task), the CPU stages under the job's default (no GPU): Spark's event log
 says which stage ran under which profile, and the embed stage's tasks fail loudly if Spark
-gives them no GPU (udfs/embed.py `encode_partition`), so the run succeeding means each got
+gives them no GPU (udfs/embed.py `score_partition`), so the run succeeding means each got
 one. The encoder (USE, numpy) computes on the CPU whatever it is given."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def test_the_suite_writes_every_figure_in_one_json(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert result["device"] == "cpu" and result["smoke"] is True
     embed = result["embed"]
-    for path in ("bare_encode_pairs", "scorer_group_2048_rows", "scorer_group_16384_rows",
+    for path in ("bare_encode_pairs", "scorer_group_2048_rows", "scorer_group_8192_rows_margin_4",
                  "before_per_side_batch_256"):
         assert embed[path]["pairs_per_s"] > 0, path
     assert embed["repeatable"] is True

@@ -218,3 +218,22 @@ def test_mixed_precision_path_runs_under_cpu_autocast(tmp_path: Path) -> None:
     assert not torch.equal(results["fp32"]["embed.weight"], results["bf16"]["embed.weight"])
     torch.testing.assert_close(results["fp32"]["embed.weight"], results["bf16"]["embed.weight"],
                                atol=0.05, rtol=0)
+
+
+def test_fused_projections_equal_the_three_linears_they_are_stored_as() -> None:
+    """Self-attention projects q, k and v in one matmul and cross-attention k and v in one
+    (fused, issue 36), from the same three Linear modules the checkpoint and the CTranslate2
+    export name: the results are the separate projections'."""
+    from training.model import Attention
+
+    torch.manual_seed(0)
+    attn = Attention(d_model=16, heads=4, dropout=0.0)
+    x = torch.randn(3, 5, 16)
+    q, k, v = attn.project_qkv(x)
+    for got, linear in ((q, attn.q_proj), (k, attn.k_proj), (v, attn.v_proj)):
+        torch.testing.assert_close(got, attn.split(linear(x)))
+    k2, v2 = attn.project_kv(x)
+    torch.testing.assert_close(k2, k)
+    torch.testing.assert_close(v2, v)
+    assert sorted(name for name, _ in attn.named_parameters()) == sorted(
+        f"{p}_proj.{w}" for p in ("q", "k", "v", "out") for w in ("weight", "bias"))

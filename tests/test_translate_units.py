@@ -19,6 +19,7 @@ from udfs.translate import (
     DecodeSpec,
     device_of,
     load_translator,
+    on_device,
     seeded_sampler,
     translate_rows,
 )
@@ -327,3 +328,21 @@ def test_a_converted_third_party_model_decodes_with_its_own_tokenizer(
     assert decoded["hypothesis"].str.len().gt(0).all()  # target.spm pieces back to text
     assert set(decoded["reject_reason"].dropna()) <= {"output_truncated"}
     assert (decoded["tgt_tokens"] <= 12).all() and decoded["score"].lt(0).all()
+
+
+def test_a_gpu_task_decodes_in_half_precision_and_gpu_sized_batches(tmp_path: Path) -> None:
+    """On a GPU the spec takes `gpu_batch_tokens` and, for compute type "default", bfloat16
+    where the GPU supports it, else float16; a type the user named stays; a CPU task's spec
+    is unchanged. The job's config carries both batch sizes to the spec."""
+    cpu = spec(tmp_path, batch_tokens=2048, gpu_batch_tokens=16384)
+    assert on_device(cpu, "cpu", {"int8", "float32"}) == cpu
+    hopper = on_device(cpu, "cuda", {"float32", "float16", "bfloat16", "int8_float16"})
+    assert (hopper.compute_type, hopper.options()["max_batch_size"]) == ("bfloat16", 16384)
+    assert on_device(cpu, "cuda", {"float32", "float16"}).compute_type == "float16"
+    named = on_device(spec(tmp_path, compute_type="int8_float16"), "cuda", {"bfloat16"})
+    assert named.compute_type == "int8_float16"
+    conf = Path(__file__).resolve().parent.parent / "conf" / "bt-zh-en.yaml"
+    cfg = config_from_args(parse_args(["--config", str(conf),
+                                       "--set", "decoding.gpu_batch_tokens=8192"]))
+    decode = cfg.decode_spec(cfg.streams[0], "model-dir")
+    assert (decode.batch_tokens, decode.gpu_batch_tokens) == (2048, 8192)

@@ -43,17 +43,33 @@ class Attention(nn.Module):
         return x.view(b, t, self.heads, self.head_dim).transpose(1, 2)
 
     def project_kv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.split(self.k_proj(x)), self.split(self.v_proj(x))
+        """Keys and values of `x` in one matmul (the weights stay two Linears: the
+        checkpoint's names and CTranslate2's export are unchanged)."""
+        k, v = F.linear(x, torch.cat([self.k_proj.weight, self.v_proj.weight]),
+                        torch.cat([self.k_proj.bias, self.v_proj.bias])).chunk(2, dim=-1)
+        return self.split(k), self.split(v)
 
-    def attend(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+    def project_qkv(self, x: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's queries, keys and values in one matmul (fused QKV)."""
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+        bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        q, k, v = F.linear(x, weight, bias).chunk(3, dim=-1)
+        return self.split(q), self.split(k), self.split(v)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                mask: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
-        q = self.split(self.q_proj(x))
+        """Attention of split queries `q` over keys `k` and values `v`, then the output
+        projection."""
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal,
             dropout_p=self.dropout if self.training else 0.0,
         )
         b, _, t, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def query(self, x: torch.Tensor) -> torch.Tensor:
+        return self.split(self.q_proj(x))
 
 
 class FeedForward(nn.Module):
@@ -77,9 +93,8 @@ class EncoderLayer(nn.Module):
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        h = self.self_attn_norm(x)
-        k, v = self.self_attn.project_kv(h)
-        x = x + self.dropout(self.self_attn.attend(h, k, v, mask=mask))
+        q, k, v = self.self_attn.project_qkv(self.self_attn_norm(x))
+        x = x + self.dropout(self.self_attn.attend(q, k, v, mask=mask))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
 
@@ -96,19 +111,18 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mem_kv: tuple[torch.Tensor, torch.Tensor],
                 mem_mask: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
-        h = self.self_attn_norm(x)
-        k, v = self.self_attn.project_kv(h)
+        q, k, v = self.self_attn.project_qkv(self.self_attn_norm(x))
         if cache is None:  # training / teacher forcing: the whole prefix at once
-            a = self.self_attn.attend(h, k, v, causal=True)
+            a = self.self_attn.attend(q, k, v, causal=True)
         else:  # incremental: one new position, keys/values of earlier ones cached
             if "k" in cache:
                 k = torch.cat([cache["k"], k], dim=2)
                 v = torch.cat([cache["v"], v], dim=2)
             cache["k"], cache["v"] = k, v
-            a = self.self_attn.attend(h, k, v)
+            a = self.self_attn.attend(q, k, v)
         x = x + self.dropout(a)
-        h = self.cross_attn_norm(x)
-        x = x + self.dropout(self.cross_attn.attend(h, mem_kv[0], mem_kv[1], mask=mem_mask))
+        q = self.cross_attn.query(self.cross_attn_norm(x))
+        x = x + self.dropout(self.cross_attn.attend(q, mem_kv[0], mem_kv[1], mask=mem_mask))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
 

@@ -1,8 +1,7 @@
 """Embedding similarity of a pair: cosine and ratio margin of its two sides' sentence vectors.
 
-`encode` and `cosine_and_margin` are pure functions on texts/arrays (no Spark needed);
-`add_embedding_scores` runs them over a DataFrame with `applyInPandas`, so every input column
-flows through unchanged and the scores are computed only on rows that are still alive.
+The per-group work is pure code in udfs/embed_scores.py (`score_group`: encode, cosine,
+margin); this module runs it over a DataFrame.
 
 Margin (Artetxe & Schwenk 2019, ratio margin):
 
@@ -10,22 +9,24 @@ Margin (Artetxe & Schwenk 2019, ratio margin):
 
 where NN_k(x) are the k targets nearest to source x (and NN_k(y) the k sources nearest to
 target y). A corpus-wide k-NN search would need a vector index; instead the neighbourhood is
-the pair's margin group: the alive rows are dealt into ceil(alive / GROUP_ROWS) groups by a
-hash of their text (4,097-8,192 rows a group on average; all rows when fewer), about as many
-candidates as the thresholds were calibrated with (bench/calibrate_embed.py: 6,000).
+the pair's group: the alive rows are dealt into ceil(rows / GROUP_ROWS) groups by a hash of
+their text (4,097-8,192 rows a group on average; all when fewer), about as many
+candidates as the thresholds were calibrated with (bench/calibrate_embed.py: 6,000). Without
+a margin the groups hold ENCODE_ROWS rows: more, smaller tasks for the encoder alone.
 
-Two steps, each a `groupBy().applyInPandas`: encoding, in groups of <= ENCODE_ROWS alive rows
-(many groups: the expensive step keeps every core busy), then, with margin_k > 0, the margin,
-in the margin groups, from the vectors the first step passes on (float32 bytes).
+One shuffle carries only the pairs' texts (`src`, `tgt`) to their groups, each group is
+encoded and scored in one task (on its GPU when it has one: no vectors cross a shuffle), and
+the scores are joined back to the rows by their texts. A pair repeated in the input is
+scored once, and counts once among its group's candidates.
 
 Repeatable: the same rows and config give the same scores bit for bit, however Spark
 partitions and batches them. A vector's last bits depend on what it is computed with
 (OpenBLAS takes other kernels for the rows at a block's edge, and splits a product among its
 threads: of 1,200 Tatoeba sentences, 720 got other bits when encoded in two calls instead of
 one, 2,998 of 3,000 with two BLAS threads instead of one). So the groups are fixed by the
-data alone (hashes of the text; their number by the count of alive rows), each group is
-processed in an order of its own (another hash of the text), and the numpy work runs on one
-BLAS thread (`encoders.encoder_threads`, `one_blas_thread`).
+data alone (hashes of the text; their number by the count of alive rows), each
+group is processed in an order of its own (another hash of the text), and the numpy work
+runs on one BLAS thread (`encoders.encoder_threads`, `one_blas_thread`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import pandas as pd
 from pyspark.resource import ResourceProfile
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
+from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 from udfs.embed_scores import (  # noqa: F401 - the scorer's pure parts, re-exported
     _ENCODE_SEED,
@@ -44,8 +45,6 @@ from udfs.embed_scores import (  # noqa: F401 - the scorer's pure parts, re-expo
     _MARGIN_SEED,
     _ORDER,
     _ORDER_SEED,
-    _SRC_VEC,
-    _TGT_VEC,
     COSINE,
     ENCODE_ROWS,
     GROUP_ROWS,
@@ -53,9 +52,8 @@ from udfs.embed_scores import (  # noqa: F401 - the scorer's pure parts, re-expo
     EncoderSpec,
     cosine_and_margin,
     encode,
-    encode_group,
-    margin_group,
     one_blas_thread,
+    score_group,
 )
 from udfs.scoring import score_where
 from udfs.task import task_gpu
@@ -66,13 +64,13 @@ def _group_of(seed: int, groups: int) -> Column:
     return F.pmod(F.xxhash64(F.lit(seed), "src", "tgt"), F.lit(groups))
 
 
-def encode_partition(spec: EncoderSpec, vectors: bool, needs_gpu: bool
-                     ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
-    """The mapInPandas function of the encoding step under a stage resource profile: a
-    partition holds whole groups (repartitioned by group), each encoded as `encode_group`
-    encodes it, so the scores equal the applyInPandas path's. A task the profile promised a
+def score_partition(spec: EncoderSpec, margin_k: int, needs_gpu: bool
+                    ) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]]:
+    """The mapInPandas function of the scoring step under a stage resource profile: a
+    partition holds whole groups (repartitioned by group), each scored as `score_group`
+    scores it, so the scores equal the applyInPandas path's. A task the profile promised a
     GPU and Spark gave none fails loudly rather than encode on the CPU."""
-    encode_one = encode_group(spec, vectors)
+    score_one = score_group(spec, margin_k)
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         if needs_gpu and task_gpu() is None:
@@ -81,9 +79,9 @@ def encode_partition(spec: EncoderSpec, vectors: bool, needs_gpu: bool
         parts = list(batches)
         if not parts:
             return
-        rows = pd.concat(parts, ignore_index=True)
-        for _, group in rows.groupby(_GROUP, sort=True):
-            yield encode_one(group)
+        pairs = pd.concat(parts, ignore_index=True)
+        for _, group in pairs.groupby(_GROUP, sort=True):
+            yield score_one(group)
 
     return run
 
@@ -97,48 +95,32 @@ def add_embedding_scores(
     `df` needs string columns `src` and `tgt`; every other column passes through unchanged.
     Rows where `alive` is false or null (rejected by a cheaper stage), or a side is null, get
     null scores and are not encoded. `embed_margin` is null everywhere when margin_k == 0;
-    otherwise it is the ratio margin over k neighbours among the row's margin group (see the
+    otherwise it is the ratio margin over k neighbours among the pair's group (see the
     module docstring). Counts the alive rows first (one Spark job) to size the groups, so
     stage `df` when it is expensive to compute.
 
-    `profile`: the encoding stage's own resources (stage-level scheduling: whole GPUs and the
+    `profile`: the scoring stage's own resources (stage-level scheduling: whole GPUs and the
     cores to feed them, jobs/filtering/pair_scores.py `embed_profile`), the other stages
     keeping the job's. Its groups are the same, so are its scores.
     """
 
     def score(live: DataFrame) -> DataFrame:
-        alive_rows = live.count()
-        groups = max(1, -(-alive_rows // ENCODE_ROWS))
-        keyed = live.withColumns(
-            {
-                _GROUP: _group_of(_ENCODE_SEED, groups),
-                _ORDER: F.xxhash64(F.lit(_ORDER_SEED), "src", "tgt"),
-            }
-        )
-        fields = [StructField(COSINE, DoubleType()), StructField(MARGIN, DoubleType())]
-        schema = StructType([*live.schema.fields, *fields])
-
-        def encoded_by_group(vectors: bool, out: StructType) -> DataFrame:
-            if profile is None:
-                return keyed.groupBy(_GROUP).applyInPandas(encode_group(spec, vectors), out)
+        pairs = live.select("src", "tgt").where(F.col("src").isNotNull()
+                                                & F.col("tgt").isNotNull())
+        rows_per_group, seed = (GROUP_ROWS, _MARGIN_SEED) if margin_k > 0 else (
+            ENCODE_ROWS, _ENCODE_SEED)
+        groups = max(1, -(-pairs.count() // rows_per_group))
+        keyed = pairs.withColumns({_GROUP: _group_of(seed, groups),
+                                   _ORDER: F.xxhash64(F.lit(_ORDER_SEED), "src", "tgt")})
+        out = StructType([StructField("src", StringType()), StructField("tgt", StringType()),
+                          StructField(COSINE, DoubleType()), StructField(MARGIN, DoubleType())])
+        if profile is None:
+            scored = keyed.groupBy(_GROUP).applyInPandas(score_group(spec, margin_k), out)
+        else:
             needs_gpu = "gpu" in profile.taskResources
-            return keyed.repartition(groups, _GROUP).mapInPandas(
-                encode_partition(spec, vectors, needs_gpu), out, profile=profile)
-
-        if margin_k <= 0:
-            return encoded_by_group(False, schema)
-        encoded_schema = StructType(
-            [
-                *live.schema.fields,
-                StructField(_ORDER, LongType()),
-                StructField(COSINE, DoubleType()),
-                StructField(_SRC_VEC, BinaryType()),
-                StructField(_TGT_VEC, BinaryType()),
-            ]
-        )
-        encoded = encoded_by_group(True, encoded_schema)
-        groups = max(1, -(-alive_rows // GROUP_ROWS))
-        regrouped = encoded.withColumn(_GROUP, _group_of(_MARGIN_SEED, groups))
-        return regrouped.groupBy(_GROUP).applyInPandas(margin_group(margin_k), schema)
+            scored = keyed.repartition(groups, _GROUP).mapInPandas(
+                score_partition(spec, margin_k, needs_gpu), out, profile=profile)
+        # A left join on the texts: a row with a null side matches nothing (null scores).
+        return live.join(scored, ["src", "tgt"], "left").select(*live.columns, COSINE, MARGIN)
 
     return score_where(df, alive, [COSINE, MARGIN], score)

@@ -1,7 +1,8 @@
-"""The embedding scorer's work on one group of rows, without Spark: encoding (`encode`,
-`encode_group`), cosine and ratio margin (`cosine_and_margin`, `margin_group`). udfs/embed.py
-runs these functions as the filter's embed stage; bench/gpu_suite.py imports them on machines
-without pyspark (the GPU hosts), so this module must not import it.
+"""The embedding scorer's work on one group of pairs, without Spark: encoding (`encode`,
+`encode_both`), cosine and ratio margin (`cosine_and_margin`), all three for a group
+(`score_group`). udfs/embed.py runs `score_group` as the filter's embed stage;
+bench/gpu_suite.py imports it on machines without pyspark (the GPU hosts), so this module
+must not import pyspark.
 
 How the groups are formed, why they make scores repeatable, and the margin's definition:
 udfs/embed.py.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 import pandas as pd
@@ -29,12 +30,11 @@ from udfs.task import task_cpus
 
 COSINE = "embed_cosine"
 MARGIN = "embed_margin"
-ENCODE_ROWS = 2048  # the most alive rows an encoding group holds on average
+ENCODE_ROWS = 2048  # the most alive rows a group holds on average, without a margin
 GROUP_ROWS = 8192  # the most alive rows a margin group (a neighbourhood) holds on average
 SIM_BLOCK = 2048  # query rows per similarity block: bounds the block to 2048 x candidates
-# helper columns, dropped before output: group, order in it, each side's vector
+# helper columns, dropped before output: a pair's group and its order in it
 _GROUP, _ORDER = "_embed_group", "_embed_order"
-_SRC_VEC, _TGT_VEC = "_embed_src_vector", "_embed_tgt_vector"
 _ENCODE_SEED, _MARGIN_SEED, _ORDER_SEED = 17, 23, 19
 
 
@@ -82,16 +82,17 @@ def encode(spec: EncoderSpec, texts: list[str]) -> np.ndarray:
 
 
 def encode_both(spec: EncoderSpec, src: list[str], tgt: list[str]
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Both sides' L2-normalized float32 embeddings. A sentence-transformers encoder on a GPU
-    takes the two sides in one pass (udfs/encoders.py `encode_pairs`); otherwise each side
-    is `encode`d, as the CPU path always was (its vectors, bit for bit)."""
+                ) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """Both sides' L2-normalized float32 embeddings, and the GPU they were made on (None on
+    the CPU), where the margin then runs too. A sentence-transformers encoder on a GPU takes
+    the two sides in one pass (udfs/encoders.py `encode_pairs`); otherwise each side is
+    `encode`d, as the CPU path always was (its vectors, bit for bit)."""
     device = resolve_device(spec.backend, spec.device)
     threads = encoder_threads(spec.backend, task_cpus())
     encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads)
     if getattr(encoder, "on_gpu", False) and len(src):
-        return encoder.encode_pairs(src, tgt)
-    return encode(spec, src), encode(spec, tgt)
+        return (*encoder.encode_pairs(src, tgt), encoder.device)
+    return encode(spec, src), encode(spec, tgt), None
 
 
 def _l2_normalize(emb: np.ndarray) -> np.ndarray:
@@ -106,12 +107,15 @@ def cosine_and_margin(
     *,
     src_pool: np.ndarray | None = None,
     tgt_pool: np.ndarray | None = None,
+    device: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine of each (src_emb[i], tgt_emb[i]) pair and its ratio margin (NaN where k == 0).
 
     Rows must be L2-normalized. Neighbours of a source are the k nearest among all targets
     given (tgt_emb plus tgt_pool), and the other way round. The true partner is a candidate
     too, as in Artetxe & Schwenk; with k or fewer candidates the margin is NaN (null).
+    `device`: a torch device (the GPU the vectors were made on) for the neighbour search,
+    else numpy on one BLAS thread.
     """
     cos = np.einsum("ij,ij->i", src_emb, tgt_emb).astype(np.float64)
     if k <= 0 or len(cos) == 0:
@@ -123,8 +127,9 @@ def cosine_and_margin(
         # by the partner itself (exactly 1 for a lone row) and reject good pairs. Null instead:
         # the row is judged by its cosine alone.
         return cos, np.full(len(cos), np.nan)
-    src_knn = _knn_mean(src_emb, targets, k)
-    tgt_knn = _knn_mean(tgt_emb, sources, k)
+    knn_mean = _knn_mean if device is None else partial(knn_mean_torch, device=device)
+    src_knn = knn_mean(src_emb, targets, k)
+    tgt_knn = knn_mean(tgt_emb, sources, k)
     # A neighbourhood mean at or below 0 does not occur with trained encoders; clipping it
     # keeps the margin finite and ordered by cosine instead of flipping its sign or turning
     # it into a null, which a threshold rule would let pass.
@@ -147,6 +152,32 @@ def _knn_mean(queries: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray
             top = np.sort(np.partition(sims, -k, axis=1)[:, -k:], axis=1)
             out[start : start + SIM_BLOCK] = top.mean(axis=1)
     return out
+
+
+def knn_mean_torch(queries: np.ndarray, candidates: np.ndarray, k: int,
+                   device: str) -> np.ndarray:
+    """`_knn_mean` with torch on `device`: on the GPU that encoded the group, a neighbourhood
+    of 8,192 rows is a few milliseconds instead of seconds of one CPU thread. fp32 matmuls
+    without TF32 (its 10-bit mantissa would move margins by ~1e-3); the same shapes on the
+    same GPU give the same bits, so scores stay repeatable."""
+    import torch
+
+    with torch.no_grad(), _no_tf32(torch):
+        q = torch.from_numpy(np.ascontiguousarray(queries)).to(device)
+        c = torch.from_numpy(np.ascontiguousarray(candidates)).to(device)
+        means = [(q[start:start + SIM_BLOCK] @ c.T).topk(k, dim=1).values.double().mean(dim=1)
+                 for start in range(0, len(q), SIM_BLOCK)]
+        return torch.cat(means).cpu().numpy()
+
+
+@contextmanager
+def _no_tf32(torch) -> Iterator[None]:
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 @cache
@@ -172,55 +203,24 @@ def one_blas_thread() -> Iterator[None]:
 
 
 def _in_order(pdf: pd.DataFrame) -> pd.DataFrame:
-    """A group's rows in an order of their own (Spark hands them over in shuffle order); ties
-    (the same pair twice) are broken by the texts, whose vectors are then the same too."""
+    """A group's pairs in an order of their own (Spark hands them over in shuffle order); ties
+    (a hash collision) are broken by the texts."""
     return pdf.sort_values([_ORDER, "src", "tgt"], kind="stable", ignore_index=True)
 
 
-def encode_group(spec: EncoderSpec, vectors: bool) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The applyInPandas function of the encoding step: one group's alive rows in, the same
-    rows plus `embed_cosine` out, and either `embed_margin` (null) or, for the margin step,
-    the order key and both sides' vectors (float32 bytes; null where a side is null)."""
+def score_group(spec: EncoderSpec, margin_k: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The embed stage's work on one group, as its applyInPandas (or mapInPandas) calls it:
+    the group's pairs in (`src`, `tgt`, both non-null, and the group and order keys), each
+    distinct pair out once with `embed_cosine` and `embed_margin` (null when margin_k == 0;
+    else over the group's distinct pairs as candidates). Encoding, cosine and margin run in
+    the one task, on the GPU when the encoder is on one: no vectors cross a shuffle."""
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = _in_order(pdf).drop(columns=[_GROUP])
-        rows = np.flatnonzero((pdf["src"].notna() & pdf["tgt"].notna()).to_numpy())
-        cos = np.full(len(pdf), np.nan)
-        src_vec, tgt_vec = [None] * len(pdf), [None] * len(pdf)
-        if len(rows):
-            src, tgt = encode_both(spec, pdf["src"].iloc[rows].tolist(),
-                                   pdf["tgt"].iloc[rows].tolist())
-            cos[rows], _ = cosine_and_margin(src, tgt, 0)
-            if vectors:
-                for i, row in enumerate(rows):
-                    src_vec[row], tgt_vec[row] = src[i].tobytes(), tgt[i].tobytes()
-        pdf[COSINE] = cos
-        if vectors:
-            pdf[_SRC_VEC], pdf[_TGT_VEC] = src_vec, tgt_vec
-            return pdf
-        pdf[MARGIN] = np.nan
-        return pdf.drop(columns=[_ORDER])
+        pairs = _in_order(pdf.drop_duplicates(["src", "tgt"]))[["src", "tgt"]]
+        cos, margin = np.full(len(pairs), np.nan), np.full(len(pairs), np.nan)
+        if len(pairs):
+            src, tgt, device = encode_both(spec, pairs["src"].tolist(), pairs["tgt"].tolist())
+            cos, margin = cosine_and_margin(src, tgt, margin_k, device=device)
+        return pairs.assign(**{COSINE: cos, MARGIN: margin})
 
     return run
-
-
-def margin_group(margin_k: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The applyInPandas function of the margin step: one neighbourhood's encoded rows in, the
-    same rows with `embed_margin` (over the group's rows as candidates) and without vectors."""
-
-    def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = _in_order(pdf)
-        rows = np.flatnonzero(pdf[_SRC_VEC].notna().to_numpy())
-        margin = np.full(len(pdf), np.nan)
-        if len(rows):
-            src, tgt = (
-                np.stack([np.frombuffer(v, np.float32) for v in pdf[col].iloc[rows]])
-                for col in (_SRC_VEC, _TGT_VEC)
-            )
-            _, margin[rows] = cosine_and_margin(src, tgt, margin_k)
-        pdf[MARGIN] = margin
-        return pdf.drop(columns=[_GROUP, _ORDER, _SRC_VEC, _TGT_VEC])
-
-    return run
-
-

@@ -53,6 +53,7 @@ class DecodeSpec:
     threads: int = 0  # CPU threads per task; 0: spark.task.cpus
     intra_threads: int = 1  # of those, threads per batch; the rest decode batches in parallel
     batch_tokens: int = 2048
+    gpu_batch_tokens: int = 16384
     max_input_tokens: int = 256
     max_output_tokens: int = 256
 
@@ -96,6 +97,26 @@ def device_of(requested: str) -> tuple[str, int]:
     if ctranslate2.get_cuda_device_count() == 0:
         raise RuntimeError("decoding.device is cuda but no CUDA device is visible")
     return "cuda", 0
+
+
+def on_device(spec: DecodeSpec, device: str, supported: set[str]) -> DecodeSpec:
+    """The spec as a task on `device` decodes with it: on a GPU, its token batches
+    (`gpu_batch_tokens`: a CPU-sized batch leaves most of the chip idle) and, for compute
+    type "default", bfloat16 where the GPU has it, else float16 (CTranslate2's "default"
+    keeps the exported float32 weights, which tensor cores do not take). `supported`: the
+    device's compute types (`ctranslate2.get_supported_compute_types`)."""
+    if device != "cuda":
+        return spec
+    compute_type = spec.compute_type
+    if compute_type == "default":
+        compute_type = next((t for t in ("bfloat16", "float16") if t in supported), compute_type)
+    return replace(spec, batch_tokens=spec.gpu_batch_tokens, compute_type=compute_type)
+
+
+def supported_compute_types(device: str, index: int) -> set[str]:
+    import ctranslate2
+
+    return set(ctranslate2.get_supported_compute_types(device, index))
 
 
 def open_translator(model_dir: str, device: str, index: int, compute_type: str,
@@ -224,18 +245,19 @@ def decoder(spec: DecodeSpec) -> Callable[[Iterator[pd.DataFrame]], Iterator[pd.
         if first is None:
             return
         device, index = device_of(spec.device)
-        threads = spec.threads or task_cpus()
-        model_dir, codec_spec = worker_paths(spec)
-        if spec.method == "sampling":
-            translator = seeded_sampler(model_dir, device, index, spec.compute_type, threads,
-                                        task_seed(spec.seed, first))
+        task_spec = on_device(spec, device, supported_compute_types(device, index))
+        threads = task_spec.threads or task_cpus()
+        model_dir, codec_spec = worker_paths(task_spec)
+        if task_spec.method == "sampling":
+            translator = seeded_sampler(model_dir, device, index, task_spec.compute_type, threads,
+                                        task_seed(task_spec.seed, first))
         else:
-            translator = load_translator(model_dir, device, index, spec.compute_type,
-                                         threads, spec.intra_threads)
+            translator = load_translator(model_dir, device, index, task_spec.compute_type,
+                                         threads, task_spec.intra_threads)
         codec = cached_codec(model_dir, codec_spec)
         for batch in chain([first], batches):
             ids = batch["source_row_id"].astype("int64").tolist()
-            decoded = translate_rows(translator, codec, spec, ids, batch["src"].tolist())
+            decoded = translate_rows(translator, codec, task_spec, ids, batch["src"].tolist())
             yield pd.concat(
                 [batch.reset_index(drop=True), decoded.drop(columns="source_row_id")], axis=1
             )

@@ -113,7 +113,8 @@ class DecodingConf(Strict):
     compute_type: str = "default"  # CTranslate2: default, int8, int8_float16, float16, ...
     threads: int = Field(0, ge=0)  # CPU threads per task; 0: spark.task.cpus
     intra_threads: int = Field(1, ge=1)  # of those, per batch (the rest: batches in parallel)
-    batch_tokens: int = Field(2048, gt=0)  # source tokens per decoder batch
+    batch_tokens: int = Field(2048, gt=0)  # source tokens per decoder batch on a CPU
+    gpu_batch_tokens: int = Field(16384, gt=0)  # ... on a GPU
     max_input_tokens: int = Field(256, gt=0)  # longer inputs are rejected (input_too_long)
     max_output_tokens: int = Field(256, gt=0)  # outputs hitting this are output_truncated
     partitions: int = Field(0, ge=0)  # decoding tasks; 0: Spark's default parallelism
