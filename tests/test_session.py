@@ -119,6 +119,23 @@ def test_model_paths_for_executors(tmp_path: Path, monkeypatch) -> None:
     assert spark.sparkContext.added[-1] == "s3a://b/models/lid.ftz"
 
 
+def test_the_shipped_models_are_found_from_any_directory(tmp_path: Path, monkeypatch) -> None:
+    """A job started elsewhere (cron, Airflow, its config's directory) finds the models the
+    shipped defaults name in sluice's installation; a user's own relative path is still read
+    from the working directory first."""
+    from jobs.lake.models import INSTALLATION
+
+    monkeypatch.chdir(tmp_path)
+    spark = FakeSession()
+    for default in ("models/lid.176.ftz", "models/use-multilingual-v3"):
+        assert (INSTALLATION / default).exists(), "make setup fetches it"
+        assert for_executors(spark, default, "model") == str(INSTALLATION / default)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "lid.176.ftz").write_bytes(b"the user's own")
+    assert for_executors(spark, "models/lid.176.ftz", "lid") == str(
+        tmp_path / "models" / "lid.176.ftz")
+
+
 def test_a_model_that_is_nowhere_is_one_clear_line(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     spark = FakeSession(**{"spark.archives": "/m/en-zh.tgz#en-zh"})

@@ -6,18 +6,14 @@ of finished runs and the data commits superseded (jobs/lake/store.py `gc`).
 
 from __future__ import annotations
 
-import os
-import sys
-
-
 import argparse
 
 from jobs.kit.cli import add_config, add_lake, hidden_alias, job_parser, lake_extra
 from jobs.kit.config import deep_merge, load_lake_config
-from jobs.lake.metastore import metastore_conf
-from jobs.lake.store import gc
 from jobs.kit.progress import log
+from jobs.lake.metastore import metastore_conf
 from jobs.lake.runs import exit_code, open_lake_at
+from jobs.lake.store import gc
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

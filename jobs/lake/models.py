@@ -6,6 +6,9 @@ A configured model path is, in this order:
 - a path present here: made absolute. A file is also shipped with `addFile`, so it reaches
   executors on other machines; a directory must be at that absolute path on every node (the
   image or a shared file system) — Spark ships local directories only in local mode;
+- a relative path not present here but in sluice's installation: the models the shipped
+  defaults name (`models/lid.176.ftz`, `models/use-multilingual-v3`), so a job started from
+  another directory (cron, Airflow, a config's own directory) finds them; then as above;
 - the alias of something shipped with `--archives`/`--files` (`m.tgz#tiny-ct2` -> `tiny-ct2`,
   or a path inside it: `tiny-ct2/spm.model`): kept relative, since executors unpack archives
   into their working directory (client and cluster deploy mode alike).
@@ -22,11 +25,11 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from jobs.kit.config import ConfigError
+from jobs.kit.config import CONF_DIR, ConfigError, check_name
 from jobs.lake.store import Lake
-from jobs.kit.config import check_name
 from udfs.paths import is_local_path
 
+INSTALLATION = CONF_DIR.parent  # where `make setup` (or the image) put models/
 SHIPPING_KEYS = (
     "spark.archives",
     "spark.yarn.dist.archives",
@@ -46,12 +49,23 @@ def shipped_aliases(spark: SparkSession) -> set[str]:
     return names
 
 
+def on_this_machine(path: str) -> str:
+    """A local model path as this process finds it: as given when it exists (relative to the
+    working directory), else in sluice's installation when it is there (the models the shipped
+    defaults name), else as given (the caller says it is missing)."""
+    installed = INSTALLATION / path
+    if not os.path.exists(path) and not os.path.isabs(path) and installed.exists():
+        return str(installed)
+    return path
+
+
 def for_executors(spark: SparkSession, path: str, what: str) -> str:
     """The path executors load `what` (e.g. 'translate model of stream bt') from."""
     if not is_local_path(path):
         spark.sparkContext.addFile(path, recursive=True)
         return path.rstrip("/")
-    local = path.removeprefix("file://") if path.startswith("file://") else path
+    local = on_this_machine(path.removeprefix("file://") if path.startswith("file://") else path)
+    installed = INSTALLATION / local
     if os.path.exists(local):
         absolute = os.path.abspath(local)
         if os.path.isfile(absolute):
@@ -62,7 +76,8 @@ def for_executors(spark: SparkSession, path: str, what: str) -> str:
         return local
     shipped = ", ".join(sorted(aliases)) or "nothing"
     raise ConfigError(
-        f"{what}: {path} not found (looked at {os.path.abspath(local)} on the driver and among "
+        f"{what}: {path} not found (looked at {os.path.abspath(local)} on the driver, "
+        f"{installed} in sluice's installation and among "
         f"--archives/--files aliases: {shipped}); put it in the image at an absolute path, "
         "ship it with --archives/--files, or give a lake URI"
     )

@@ -1,6 +1,7 @@
 """`sluice query`: SQL over a lake's Parquet files with duckdb, no JVM and no catalog.
 
-    sluice query --lake /data/lake "SELECT corpus, sum(rows_out) FROM sluice.filter_stats GROUP BY 1"
+    sluice query --lake /data/lake \
+        "SELECT corpus, sum(rows_out) FROM sluice.filter_stats GROUP BY 1"
 
 Each directory under `<lake>/tables/` becomes a view `<database>.<table>` (hive partitions as
 columns, kept as text the way the catalog types them), so the query every job prints for

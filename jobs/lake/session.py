@@ -16,7 +16,6 @@ import shutil
 import sys
 import tempfile
 from functools import cache
-from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession

@@ -37,13 +37,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
-from jobs.lake.beside import Beside
 from jobs.kit.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
-from jobs.lake.lock import CommitLock, RemoteLock, run_alive, wait_for
 from jobs.kit.progress import log
+from jobs.lake.beside import Beside
+from jobs.lake.lock import CommitLock, RemoteLock, run_alive, wait_for
 from jobs.lake.session import lake_uri
 from udfs.paths import is_local_path, local_path
 
@@ -240,7 +240,7 @@ class Lake:
         """Whether a run with this id has committed (its id is then taken for good)."""
         return self.committed_run(run_id) is not None
 
-    def committed_run(self, run_id: str) -> Any:
+    def committed_run(self, run_id: str) -> Row | None:
         """The `runs` row of the committed run of this id, or None."""
         self.ready()
         if not self.spark.catalog.tableExists(f"{self.database}.runs"):

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from jobs.kit.progress import log, stage
 from jobs.kit.sampling import first_by_hash
-from jobs.lake.models import for_executors
+from jobs.lake.models import for_executors, on_this_machine
 from jobs.lake.store import Lake
 from jobs.selection.config import SelectConfig
 from jobs.selection.seed import Seed
@@ -178,7 +178,8 @@ class FasttextDomain:
 
 def encoder_spec(ctx: Context, encoder: str, driver: bool) -> EncoderSpec:
     enc = ctx.cfg.encoders[encoder]
-    model = enc.model if driver else for_executors(ctx.spark, enc.model, f"encoder {encoder}")
+    model = (on_this_machine(enc.model) if driver
+             else for_executors(ctx.spark, enc.model, f"encoder {encoder}"))
     return EncoderSpec(enc.backend, model, enc.batch_size, ctx.cfg.device)
 
 

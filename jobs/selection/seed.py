@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from jobs.filtering.config import load_config as filter_config
 from jobs.kit.ingest import InputError
+from jobs.lake.models import on_this_machine
 from jobs.selection.config import SelectConfig
 from udfs.langid_backends import backend_for, identify_all
 from udfs.paths import is_local_path
@@ -109,7 +110,7 @@ def check_language(cfg: SelectConfig, sides: tuple[list[str], ...], where: str) 
         if backend is None:  # no backend knows it: the seed's language cannot be checked
             continue
         sample = lines[:LANG_CHECK_LINES]
-        found, _, _ = identify_all(backend, cfg.langid_model, sample)
+        found, _, _ = identify_all(backend, on_this_machine(cfg.langid_model), sample)
         counts = Counter(found)
         share = sum(counts[label] for label in langid.accept.get(lang, [lang])) / len(sample)
         if share < cfg.seed.min_lang_share:
@@ -133,7 +134,7 @@ def read_seed(spark: SparkSession, cfg: SelectConfig) -> Seed:
     if len(sides[0]) > cfg.seed.max_lines:
         raise InputError(f"seed {where}: over seed.max_lines ({cfg.seed.max_lines:,}) lines; "
                          "a seed is an in-domain sample (raise the limit if you mean it)")
-    if not os.path.exists(cfg.langid_model):
+    if not os.path.exists(on_this_machine(cfg.langid_model)):
         raise InputError(f"langid_model {cfg.langid_model}: not found (make setup fetches it)")
     check_language(cfg, sides, where)
     digest = hashlib.sha256()
