@@ -14,6 +14,7 @@ import duckdb
 import pyarrow.dataset as ds
 import pytest
 import yaml
+from doc_pages import section
 from integration_helpers import BIN, REPO, query_lake, spark_env, spark_submit, submit_to
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
@@ -107,9 +108,8 @@ def test_plain_readers_see_what_the_catalog_shows(lake) -> None:
 
 def test_the_readme_reads_the_lake_as_printed(lake) -> None:
     """The README's pyarrow/duckdb/pandas/polars snippet, run as printed beside the lake."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Reading the lake without Spark", 1)[1]
-    script = section.split("```\n", 2)[1].split("```", 1)[0]
+    text = section("### Reading the lake without Spark")
+    script = text.split("```\n", 2)[1].split("```", 1)[0]
     env = dict(spark_env(), PATH=f"{BIN}:/usr/bin:/bin")  # `python` is the venv's
     done = subprocess.run(["bash", "-c", script], cwd=lake["root"], capture_output=True,
                           text=True, timeout=300, env=env)

@@ -1,5 +1,5 @@
-"""Every command block in the README says how it is checked, in an HTML comment on the line
-above it (invisible on the rendered page): `run by: TEST` (the test runs it as printed and
+"""Every command block in the README and docs/ says how it is checked, in an HTML comment on
+the line above it (invisible on the rendered page): `run by: TEST` (the test runs it as printed and
 reads the block under its heading), `the same steps run in: TEST`, or `not run: WHY` (a YARN
 cluster, a user's own files). A new block without one fails here, so none is left untried
 by accident."""
@@ -10,21 +10,26 @@ import ast
 import re
 from pathlib import Path
 
+from doc_pages import PAGES
+
 REPO = Path(__file__).resolve().parent.parent
 MARK = re.compile(r"<!-- (run by|the same steps run in|not run[^:]*|not a command): (.+?) -->")
 
 
 def blocks() -> list[tuple[str, str, str | None]]:
-    """(heading, first line, the comment above) of each fenced block in README.md."""
-    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
-    found, heading, inside = [], "", False
-    for i, line in enumerate(lines):
-        if line.startswith("#") and not inside:
-            heading = line
-        if line.startswith("```"):
-            if not inside:
-                found.append((heading, lines[i + 1], lines[i - 1] if i else None))
-            inside = not inside
+    """(heading, first line, the comment above) of each fenced block in the README and the
+    pages under docs/."""
+    found = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        heading, inside = "", False
+        for i, line in enumerate(lines):
+            if line.startswith("#") and not inside:
+                heading = line
+            if line.startswith("```"):
+                if not inside:
+                    found.append((heading, lines[i + 1], lines[i - 1] if i else None))
+                inside = not inside
     return found
 
 

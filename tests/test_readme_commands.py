@@ -1,5 +1,5 @@
-"""The README's command blocks run as printed, from a bare shell (no venv activated, no
-SPARK_HOME), at the checkout's root."""
+"""The documentation's command blocks (README and docs/) run as printed, from a bare shell (no
+venv activated, no SPARK_HOME), at the checkout's root."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
+from doc_pages import block_under
 
 REPO = Path(__file__).resolve().parent.parent
 BARE_SHELL = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}
@@ -18,10 +19,7 @@ pytestmark = pytest.mark.integration  # whole jobs: not in the fast tier
 
 
 def readme_block(heading: str) -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index(heading):]
-    block = section[section.index("```\n") + 4:]
-    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+    return block_under(heading)  # on whichever page (README, docs/) has the heading
 
 
 def result_rows(printed: str) -> list[tuple[str, ...]]:
