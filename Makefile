@@ -75,7 +75,7 @@ demo-refresh: setup
 	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh
 	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh --full
 
-# A learned pair_score (README "pair_score"): trained on the bundled Tatoeba pairs with
+# A learned pair_score (docs/filtering.md "pair_score"): trained on the bundled Tatoeba pairs with
 # negatives made from them, saved in lake-pair-score/models/pair_score/zh-en/, then used by a run
 # of the Anki pairs (the pair_score column, and its rejections in the funnel).
 PAIR_SCORE_NAME ?= tatoeba-$(shell date +%Y%m%d-%H%M%S)
@@ -85,7 +85,7 @@ demo-pair-score: setup
 	$(SUBMIT) filter --config conf/zh-en.yaml --corpus anki --lake lake-pair-score \
 	  --input tests/data/anki-cmn-zh-en.tsv.gz --set pair_score.enabled=true
 
-# The demo run's HTML report (README "Seeing a run"): report.html, which opens offline.
+# The demo run's HTML report (docs/lake.md "Seeing a run"): report.html, which opens offline.
 # It reports the lake `make demo` made, running the demo first only where there is none.
 .PHONY: demo-report
 demo-report: setup
@@ -100,7 +100,7 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 # Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time):
 # most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
 TEST_WORKERS ?= 2
-# A shared Hive metastore's PostgreSQL and JDBC driver (scripts/metastore.sh; README "On a cluster").
+# A shared Hive metastore's PostgreSQL and JDBC driver (scripts/metastore.sh; docs/cluster.md "On a cluster").
 setup-metastore:
 	scripts/install_metastore_deps.sh
 

@@ -7,7 +7,7 @@ session, and prints microseconds per pair of each (JVM CPU: the expressions run 
 
 Measured 2026-11-25 (all 104,619 zh-en pairs of the file): number_mismatch +4.6 core-µs per
 pair, sentence_end_diff +8.8, against sluice's ~365 µs of CPU per pair for the whole default
-funnel (README "Throughput"): about 4% more, and only in runs with pair_score on.
+funnel (docs/filtering.md "Throughput"): about 4% more, and only in runs with pair_score on.
 """
 
 from __future__ import annotations

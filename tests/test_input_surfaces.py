@@ -202,7 +202,7 @@ def test_a_missing_input_path_is_said_before_spark_reads(spark, tmp_path: Path) 
                 InputConf(corpus="c", paths=[str(tmp_path / "x.parquet")])):
         with pytest.raises(InputError, match=" no such file or directory$"):
             read_input(spark, inp, "zh-en", 100_000)
-    # One rule for relative paths (README "Configuration"): the job's working directory.
+    # One rule for relative paths (README "Jobs and flags"): the job's working directory.
     relative = InputConf(corpus="c", paths=["no/such/dir/c.tsv"])
     with pytest.raises(InputError, match=re.escape(
             f"no/such/dir/c.tsv: no such file or directory (a relative path is read from the "

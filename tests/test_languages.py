@@ -47,7 +47,7 @@ def test_each_seed_language_keeps_its_real_pairs(spark, runs: Path, pair: str) -
     total = sum(fates.values())
     langid = fates.get("langid_src", 0) + fates.get("langid_tgt", 0)
     # Tatoeba's conversational lines are short (xh 25 characters on average): language ID is
-    # least sure there (README "Language ID": xh 88.5% kept on the report half).
+    # least sure there (docs/filtering.md "Language ID": xh 88.5% kept on the report half).
     assert langid / total <= 0.12, fates
     assert fates.get("kept", 0) / total >= 0.8, fates
     # The token rules fit every script: none takes more than a few pairs.

@@ -44,7 +44,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def report(lake: Path) -> Path:
     out = lake.parent / "report.html"
-    # as README "Seeing a run" has it: spark-submit jobs/report.py --lake L --run-id ID --out F
+    # as docs/lake.md "Seeing a run" has it:
+    # spark-submit jobs/report.py --lake L --run-id ID --out F
     done = spark_submit("--lake", str(lake), "--run-id", RUN_ID, "--out", str(out), job="report")
     assert done.returncode == 0, done.stderr[-3000:]
     return out

@@ -80,7 +80,7 @@ def read_selected(spark, lake: Path, run_id: str) -> list[dict]:
 
 def test_each_method_ranks_the_medical_pairs_first(spark, lake: Path, four_methods: str) -> None:
     """Precision at N (N = the medical rows in the pool): a random pick gets ~0.26; each
-    method gets 0.7-0.8 from a 120-pair seed (README "In-domain selection")."""
+    method gets 0.7-0.8 from a 120-pair seed (docs/selection.md "In-domain selection")."""
     rows = read_selected(spark, lake, "four")
     medical = sum(r["domain"] == "medical" for r in rows)
     assert 140 <= medical <= 150  # a few pool rows fail the filter

@@ -8,7 +8,7 @@ udfs/pair_features.py are read off, and a logistic regression (scikit-learn) is 
 Why logistic regression: a dozen features that are already scores, and a model that must
 give the same number in Spark as in training. Its weights are a few floats applied as one
 Column expression (no Python worker, no model file to ship); its probabilities are usable as
-they are; and its weights can be read (README "pair_score"). Gradient boosting ranks made
+they are; and its weights can be read (docs/filtering.md "pair_score"). Gradient boosting ranks made
 negatives somewhat better (bench/pair_score.py prints both: zh-en held-apart AUC 0.991 vs
 0.983 with the embedding cosine) but would need a Python worker per row batch to apply.
 

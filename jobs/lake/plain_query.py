@@ -6,7 +6,7 @@
 Each directory under `<lake>/tables/` becomes a view `<database>.<table>` (hive partitions as
 columns, kept as text the way the catalog types them), so the query every job prints for
 `sluice sql` runs here unchanged, in well under a second instead of a spark-sql JVM's ~10 s.
-Only committed rows are under `tables/` (README "Reading the lake without Spark"), so what it
+Only committed rows are under `tables/` (docs/lake.md "Reading the lake without Spark"), so what it
 reads is what the catalog would. It takes no lock and never writes to the lake.
 """
 

@@ -64,7 +64,7 @@ class Threshold:
 def redecide_command(sluice: str, run_id: str, lake_root: str, t: Threshold,
                      value: float | tuple[float, float]) -> str:
     """The command that re-decides run `run_id` with threshold `t` at `value`: a new run from
-    the stored scores, nothing recomputed (README "Re-deciding a run")."""
+    the stored scores, nothing recomputed (docs/filtering.md "Re-deciding a run")."""
     return shlex.join([sluice, "filter", "--redecide", run_id, "--lake", lake_root,
                        "--set", t.set_value(value)])
 
