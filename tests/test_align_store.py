@@ -16,7 +16,7 @@ import pytest
 import udfs.align
 from jobs.filtering.config import load_config
 from jobs.filtering.pair_scores import align_stage, check_aligner, choose_aligner
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.lake.models import AlignerStore
 from jobs.lake.runs import exit_code
 from jobs.lake.store import Lake

@@ -14,8 +14,9 @@ import pytest
 from integration_helpers import REPO, spark_env, spark_submit
 
 from jobs.filtering.config import load_config
-from jobs.kit.config import ConfigError, InputConf, parse_override
-from jobs.kit.ingest import InputError, read_input, text_problem
+from jobs.kit.config import InputConf, parse_override
+from jobs.kit.errors import ConfigError, InputError
+from jobs.kit.ingest import read_input, text_problem
 from jobs.lake.session import check_metastore_free
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier

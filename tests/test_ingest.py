@@ -13,7 +13,8 @@ import pytest
 from jobs.filtering.config import load_config
 from jobs.filtering.stages import normalize_and_analyze, score_and_decide
 from jobs.kit.config import InputConf
-from jobs.kit.ingest import InputError, read_input
+from jobs.kit.errors import InputError
+from jobs.kit.ingest import read_input
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = str(REPO / "models/lid.176.ftz")

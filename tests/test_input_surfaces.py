@@ -15,8 +15,9 @@ from test_bad_input import one_error_line
 
 from jobs.filtering.config import load_config
 from jobs.kit import ingest
-from jobs.kit.config import ConfigError, InputConf
-from jobs.kit.ingest import InputError, read_input
+from jobs.kit.config import InputConf
+from jobs.kit.errors import ConfigError, InputError
+from jobs.kit.ingest import read_input
 from jobs.refreshing import manifest as refresh_manifest
 from jobs.refreshing.config import SourceConf, load_refresh_config
 from jobs.refreshing.manifest import (

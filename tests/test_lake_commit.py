@@ -9,7 +9,8 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from jobs.kit.config import ConfigError, check_run_id
+from jobs.kit.config import check_run_id
+from jobs.kit.errors import ConfigError
 from jobs.lake.lock import run_lease
 from jobs.lake.store import MARKER, Flip, Lake, gc
 

@@ -13,7 +13,8 @@ from pyspark.sql import functions as F
 from test_cli_flags import SHARED, help_text
 from test_config_defaults import disagreeing_defaults, unknown_keys
 
-from jobs.kit.config import LAKE_DEFAULTS, ConfigError, load_chain
+from jobs.kit.config import LAKE_DEFAULTS, load_chain
+from jobs.kit.errors import ConfigError
 from jobs.kit.launcher import JOBS, JOBS_DIR, command
 from jobs.mixing import job
 from jobs.mixing.config import DEFAULTS, MixConfig, load_mix_config

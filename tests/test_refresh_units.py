@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.lake.lock import LakeBusy, LocalLock
 from jobs.refreshing.config import SourceConf, load_refresh_config
 from jobs.refreshing.manifest import (
@@ -141,7 +141,7 @@ def test_listing_here_equals_hadoop(spark, tmp_path: Path) -> None:
     assert local_files(SourceConf(corpus="crawl", path=f"{root}/{{a,b}}.tsv")) is None
     missing = SourceConf(corpus="crawl", path=str(tmp_path / "nowhere"))
     assert local_files(missing) is None
-    from jobs.kit.ingest import InputError
+    from jobs.kit.errors import InputError
 
     with pytest.raises(InputError, match="no such file or directory"):
         hadoop_files(spark, missing)

@@ -28,7 +28,7 @@ from jobs.filtering.stages import (
     score_and_decide,
     score_columns,
 )
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from udfs.rules import RULE_NAMES, RULES, settings
 from udfs.sides import SideOptions, side_analyzer
 

@@ -13,7 +13,7 @@ from integration_helpers import spark_default
 from pyspark import SparkConf
 
 from jobs.filtering.config import load_config
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.lake.models import for_executors, shipped_aliases
 from jobs.lake.session import session_conf, spark_sql_command
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from jobs.kit.errors import ConfigError
 from training import average as avg_cli
 from training import checkpoint as ck
 from training import train as train_cli
 from training.average import average_checkpoints
-from training.config import ConfigError, from_dict, load_config
+from training.config import from_dict, load_config
 from training.train import inverse_sqrt_lr, run
 
 DATA = Path(__file__).resolve().parent / "data"

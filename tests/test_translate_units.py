@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.translation.job import config_from_args, model_id, parse_args, quotas
 from training.translator import Ct2Translator
 from udfs.noise import Noise, noise_text, shuffle_locally

@@ -11,9 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-
-class ConfigError(ValueError):
-    """A configuration problem, worded for the user (names the file or key)."""
+from jobs.kit.errors import ConfigError  # noqa: F401 - raised here, defined there
 
 
 class Strict(BaseModel):

@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow.dataset as ds
 import torch
 
-from training.config import ConfigError, SourceConf
+from jobs.kit.errors import ConfigError
+from training.config import SourceConf
 from training.vocab import BOS, EOS, PAD, Vocab
 
 Pair = tuple[str, str, str | None]  # (source, target, target language)

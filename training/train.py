@@ -24,8 +24,9 @@ import numpy as np
 import torch
 import yaml
 
+from jobs.kit.errors import ConfigError
 from training import checkpoint as ck
-from training.config import ConfigError, TrainingConfig, load_config
+from training.config import TrainingConfig, load_config
 from training.data import (
     EncodedCorpus,
     Pair,

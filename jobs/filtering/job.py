@@ -21,7 +21,8 @@ from jobs.filtering.pair_scores import check_aligner
 from jobs.filtering.redecide import redecide
 from jobs.filtering.run import FilterRun
 from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_parser, lake_extra
-from jobs.kit.config import ConfigError, check_run_id
+from jobs.kit.config import check_run_id
+from jobs.kit.errors import ConfigError
 from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
 
 

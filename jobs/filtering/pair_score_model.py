@@ -25,7 +25,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from udfs.scripts import unspaced
 
 # How clean pairs are turned into bad ones (target side unless said otherwise). The first six

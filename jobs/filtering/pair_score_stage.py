@@ -26,7 +26,7 @@ from jobs.filtering.config import FilterConfig
 from jobs.filtering.pair_score_model import FIT_QUANTILES, load
 from jobs.filtering.scorer_rules import BY_RULE
 from jobs.filtering.stages import alive, reject_where, rule_row
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
 from udfs.pair_features import available, score_expression
 

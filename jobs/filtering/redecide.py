@@ -47,7 +47,8 @@ from jobs.filtering.pair_score_stage import threshold as pair_score_threshold
 from jobs.filtering.run import FilterRun
 from jobs.filtering.scorer_rules import SCORER_RULES, scorer_rules
 from jobs.filtering.stages import alive, dedup, first_failure, reject_where, score_columns
-from jobs.kit.config import ConfigError, check_run_id, deep_merge, parse_override, read_yaml
+from jobs.kit.config import check_run_id, deep_merge, parse_override, read_yaml
+from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
 from jobs.lake.runs import new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, sql_string

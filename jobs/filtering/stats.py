@@ -8,14 +8,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
+from jobs.kit.errors import ConservationError  # noqa: F401 - raised here, defined there
+
 STATS_SCHEMA = (
     "run_id string, pair string, corpus string, step int, stage string, rule string, "
     "rows_in long, rows_rejected long"
 )
-
-
-class ConservationError(RuntimeError):
-    """Rows in != clean + rejected for some (pair, corpus): the run must not commit."""
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,11 @@ from pydantic import (
     model_validator,
 )
 
+from jobs.kit.errors import ConfigError  # noqa: F401 - raised here, defined there
 from udfs.scripts import scripts_of
 
 CONF_DIR = Path(__file__).resolve().parent.parent.parent / "conf"
 M = TypeVar("M", bound=BaseModel)
-
-
-class ConfigError(ValueError):
-    """A configuration problem, worded for the user (names the file or key)."""
 
 
 def known_language(code: str, what: str, scripts: Mapping[str, list[str]] | None = None) -> str:

@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.kit.config import InputConf
+from jobs.kit.errors import InputError  # noqa: F401 - raised here, defined there
 from jobs.kit.progress import log
 
 RAW_COLUMNS = [
@@ -34,11 +35,6 @@ RAW_COLUMNS = [
     "extra",
     "ingest_error",
 ]
-
-
-class InputError(ValueError):
-    """Input that cannot be read at all (missing file, mismatched Moses pair, empty file,
-    corrupt gzip, UTF-16/32 text)."""
 
 
 BITEXT_FORMATS = ("tsv", "moses", "parquet", "table")

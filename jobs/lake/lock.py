@@ -26,9 +26,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from jobs.kit.errors import EXIT_BUSY
 from udfs.paths import is_local_path, local_path
 
-BUSY_EXIT = 75  # EX_TEMPFAIL: nothing was wrong, try again later (cron logs tell it apart)
+BUSY_EXIT = EXIT_BUSY  # jobs/kit/errors.py: nothing was wrong, try again later
 
 
 class LakeBusy(RuntimeError):

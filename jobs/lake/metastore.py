@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 from pyspark import SparkConf
 
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.lake.lock import MetastoreUnreachable
 
 METASTORE_URIS = "spark.hadoop.hive.metastore.uris"

@@ -25,7 +25,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from jobs.kit.config import CONF_DIR, ConfigError, check_name
+from jobs.kit.config import CONF_DIR, check_name
+from jobs.kit.errors import ConfigError
 from jobs.lake.store import Lake
 from udfs.paths import is_local_path
 

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.kit.config import ConfigError, JobConfig, check_run_id
-from jobs.kit.ingest import InputError
+from jobs.kit.config import JobConfig, check_run_id
+from jobs.kit.errors import EXIT_DONE, EXIT_FAILED, EXIT_USAGE, ConfigError, InputError
 from jobs.kit.launcher import sluice_path
 from jobs.kit.progress import log
 from jobs.lake import plain_query
@@ -274,11 +274,11 @@ def exit_code(job: Callable[[], int]) -> int:
         return job()
     except AlreadyCommitted as done:
         print(f"sluice: {done}", file=sys.stderr)
-        return 0
+        return EXIT_DONE
     except (ConfigError, InputError) as err:
         print(f"sluice: error: {err}", file=sys.stderr)
         quiet_jvm()
-        return 2
+        return EXIT_USAGE
     except LakeBusy as busy:
         print(f"sluice: {busy}", file=sys.stderr)
         return BUSY_EXIT
@@ -286,7 +286,7 @@ def exit_code(job: Callable[[], int]) -> int:
         if (lost := metastore_failure(err)) is None:
             raise
         print(f"sluice: {lost}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
 
 
 def quiet_jvm() -> None:

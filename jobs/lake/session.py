@@ -20,7 +20,7 @@ from functools import cache
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.kit.launcher import SQL_CONF, sluice_path
 from jobs.lake.lock import hold_metastore
 from jobs.lake.metastore import (

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
-from jobs.kit.config import ConfigError, check_name, check_run_id  # noqa: F401 - re-exported
+from jobs.kit.config import check_name, check_run_id  # noqa: F401 - re-exported
 from jobs.kit.progress import log
 from jobs.lake.beside import Beside
 from jobs.lake.lock import CommitLock, RemoteLock, run_alive, wait_for

@@ -29,10 +29,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from jobs.filtering.stats import ConservationError
 from jobs.kit.cli import add_config, add_lake, add_run_id, job_parser, lake_extra
-from jobs.kit.config import ConfigError, check_name, check_run_id, known_pair
-from jobs.kit.ingest import InputError, union_all
+from jobs.kit.config import check_name, check_run_id, known_pair
+from jobs.kit.errors import ConfigError, ConservationError, InputError
+from jobs.kit.ingest import union_all
 from jobs.kit.progress import log, stage
 from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged

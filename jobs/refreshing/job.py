@@ -26,7 +26,8 @@ from pyspark.sql import functions as F
 from jobs.filtering.run import FilterRun
 from jobs.filtering.stages import dedup, with_dedup_keys
 from jobs.kit.cli import add_config, add_lake, add_run_id, lake_extra
-from jobs.kit.config import ConfigError, InputConf, check_run_id
+from jobs.kit.config import InputConf, check_run_id
+from jobs.kit.errors import ConfigError
 from jobs.kit.ingest import RAW_COLUMNS, read_input, union_all
 from jobs.kit.progress import log, stage
 from jobs.lake.lock import LakeBusy, RemoteLock, local_lock

@@ -23,7 +23,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from jobs.kit.ingest import InputError, matched_files, read_failure, shown, task_failures_muted
+from jobs.kit.errors import InputError
+from jobs.kit.ingest import matched_files, read_failure, shown, task_failures_muted
 from jobs.kit.progress import log
 from jobs.refreshing.config import RefreshConfig, SourceConf
 from udfs.paths import is_local_path, local_path

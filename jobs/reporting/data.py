@@ -19,7 +19,7 @@ from jobs.filtering.config import FilterConfig, stored_filter_config
 from jobs.filtering.layout import Layout
 from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN
-from jobs.kit.config import ConfigError
+from jobs.kit.errors import ConfigError
 from jobs.lake.store import Lake
 from jobs.reporting.thresholds import (
     Threshold,

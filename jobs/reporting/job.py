@@ -33,7 +33,8 @@ import time
 from pyspark.sql import SparkSession
 
 from jobs.kit.cli import add_config, add_lake, add_run_id, hidden_alias, job_parser, lake_extra
-from jobs.kit.config import ConfigError, JobConfig, check_run_id, deep_merge, load_lake_config
+from jobs.kit.config import JobConfig, check_run_id, deep_merge, load_lake_config
+from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log, stage
 from jobs.lake.metastore import metastore_conf
 from jobs.lake.runs import exit_code, open_lake_at

@@ -20,8 +20,7 @@ from pathlib import Path
 
 from jobs.filtering.config import load_config
 from jobs.kit.cli import add_config, add_lake, hidden_alias, lake_extra
-from jobs.kit.config import ConfigError
-from jobs.kit.ingest import InputError
+from jobs.kit.errors import ConfigError, InputError
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore
 from jobs.lake.runs import exit_code, open_lake

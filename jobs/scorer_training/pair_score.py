@@ -44,7 +44,7 @@ from jobs.kit.config import (
     ConfigError,
     check_name,
 )
-from jobs.kit.ingest import InputError
+from jobs.kit.errors import InputError
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, for_executors
 from jobs.lake.runs import exit_code, open_lake

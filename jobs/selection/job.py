@@ -29,10 +29,9 @@ import time
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.filtering.stats import ConservationError
 from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_parser, lake_extra
-from jobs.kit.config import ConfigError, check_run_id
-from jobs.kit.ingest import InputError
+from jobs.kit.config import check_run_id
+from jobs.kit.errors import ConfigError, ConservationError, InputError
 from jobs.kit.progress import log, stage
 from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged

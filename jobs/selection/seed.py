@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from jobs.filtering.config import load_config as filter_config
-from jobs.kit.ingest import InputError
+from jobs.kit.errors import InputError
 from jobs.lake.models import on_this_machine
 from jobs.selection.config import SelectConfig
 from udfs.langid_backends import backend_for, identify_all

@@ -26,10 +26,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from jobs.filtering.stats import ConservationError
 from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, lake_extra
-from jobs.kit.config import ConfigError, check_run_id
-from jobs.kit.ingest import InputError, union_all
+from jobs.kit.config import check_run_id
+from jobs.kit.errors import ConfigError, ConservationError, InputError
+from jobs.kit.ingest import union_all
 from jobs.kit.progress import log
 from jobs.kit.sampling import first_by_hash, hash_buckets
 from jobs.lake.models import for_executors
