@@ -4,7 +4,7 @@ test set), one small mixture made in the same spark-submit (temperature 3 over d
 a direction weight, a capped swapped direction, a synthetic share, a fixed count, n-gram
 overlaps flagged, two stages), its page made by the real `spark-submit`, and what the page
 says checked against `mixture_stats`, `mixture` and `eval_sets` read with pyarrow. The pure
-parts (the twins of the mixing package's `pooled` and `temperature_shares`, the words and the
+parts (the pooled sources and temperature rows by the mixing job's own rules, the words and the
 counts) are tested without Spark."""
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from jobs.reporting.mix_data import (
     tag_counts,
     tag_label,
     temperature_rows,
-    temperature_shares,
 )
 from jobs.reporting.mix_page import render_mix
 
@@ -75,16 +74,6 @@ def stats_row(source: str, direction: str, eligible: int, planned: int, sampled:
 
 
 # -- without Spark ---------------------------------------------------------------------------
-def test_the_temperature_twin_is_the_mixing_jobs() -> None:
-    sizes, weights = {"a": 1500, "b": 495, "c": 0, "d": 86}, {"b": 1.5}
-    for t in (1.0, 3.0, 5.0, 100.0):
-        assert temperature_shares(sizes, weights, t) == sampling.temperature_shares(
-            sizes, weights, t)
-    shares = temperature_shares(sizes, weights, 1.0)
-    assert shares["c"] == 0.0 and shares["a"] == pytest.approx(1500 / (1500 + 495 * 1.5 + 86))
-    assert temperature_shares({"a": 0}, {}, 2.0) == {"a": 0.0}
-
-
 def test_the_pooled_sources_are_the_mix_configs(tmp_path: Path) -> None:
     cfg = load_mix_config(write_config(tmp_path / "m.yaml", tmp_path / "lake"))
     config = cfg.resolved()  # as the run stores it in `runs`

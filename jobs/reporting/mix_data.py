@@ -9,14 +9,13 @@ job cuts at a score some drawn row has, and does not store it), and a few sample
 source with their tags; the eval sets of `eval_sets` the run checked against. Only counts
 and the samples reach the driver.
 
-The mixing package is not imported (it is on the reporting package's layer): which sources
-temperature sampling sized, and the formula's shares, are recomputed here from the stored
-config (`pooled`, `temperature_shares`: the twins of jobs/mixing/config.py and sampling.py,
-checked against them by tests/test_report_mix.py)."""
+Which sources temperature sampling sized, and the formula's shares, are the mixing job's own
+(jobs/mixing/config.py `pooled`, sampling.py `temperature_shares`), applied to the config
+the run stored: the report sits above what it reports on."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +23,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.lake.store import Lake
+from jobs.mixing.config import MixConfig
+from jobs.mixing.sampling import temperature_shares
 from jobs.reporting.data import Run, table
 
 SAMPLE_ROWS = 5  # sample rows per source
@@ -42,40 +43,10 @@ class MixReport:
     notes: list[str] = field(default_factory=list)
 
 
-# -- the formula (pure) -----------------------------------------------------------------------
-def temperature_shares(sizes: Mapping[Hashable, int], weights: Mapping[Hashable, float],
-                       temperature: float) -> dict[Hashable, float]:
-    """p_g = n_g^(1/T) w_g / sum; a group without rows gets nothing (= jobs/mixing/sampling.py
-    `temperature_shares`)."""
-    q = {g: (n ** (1.0 / temperature)) * weights.get(g, 1.0) if n > 0 else 0.0
-         for g, n in sizes.items()}
-    total = sum(q.values())
-    return {g: (v / total if total else 0.0) for g, v in q.items()}
-
-
-def is_synthetic(source: Mapping[str, Any]) -> bool:
-    """A configured source's synthetic flag (null: its table is `synthetic`)."""
-    if source.get("synthetic") is not None:
-        return bool(source["synthetic"])
-    name = source.get("table")
-    return name is not None and name.rsplit(".", 1)[-1] == "synthetic"
-
-
-def is_fixed(source: Mapping[str, Any]) -> bool:
-    return source.get("count") is not None or source.get("share") is not None
-
-
 def pooled(config: Mapping[str, Any]) -> list[str]:
-    """The sources temperature sampling sized (not a fixed `count` or `share`, not a synthetic
-    source sized by its direction's synthetic share): jobs/mixing/config.py `pooled`."""
-    sources = list(config.get("sources") or [])
-    by_direction = config.get("synthetic_share_by_direction") or {}
-
-    def balanced(s: Mapping[str, Any]) -> bool:
-        return (not is_fixed(s) and is_synthetic(s)
-                and by_direction.get(s["direction"], config.get("synthetic_share")) is not None)
-
-    return [s["name"] for s in sources if not is_fixed(s) and not balanced(s)]
+    """The names of the sources temperature sampling sized, by the mixing job's own rule
+    applied to the run's stored config."""
+    return [s.name for s in MixConfig.model_validate(config).pooled()]
 
 
 def temperature_rows(config: Mapping[str, Any], stats: list[dict[str, Any]]
