@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,6 +73,33 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     config.option.loadscopereorder = False
     return SharedUnits(config, log)
+
+
+# The fast tier starts no job: a test not marked `integration` that runs spark-submit,
+# spark-sql, a job's entry script or `sluice JOB` (not `query`, not `--help`) fails, naming the
+# command, instead of slowing `make test-fast` unnoticed. The session's own SparkSession
+# (pyspark-shell) is the exception.
+SLUICE_JOBS = "|".join(["filter", "select", "refresh", "translate", "mix", "report",
+                         "train-pair-score", "align-reference", "lake-gc", "sql"])
+STARTS_A_JOB = re.compile(r"(spark-submit|spark-sql|/jobs/\w+\.py|-m jobs\.\w+"
+                          rf"|/sluice\s(\S+\s)*({SLUICE_JOBS}))(\s|$)")
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_job(request: pytest.FixtureRequest, monkeypatch) -> None:
+    if request.node.get_closest_marker("integration"):
+        return
+    popen_init = subprocess.Popen.__init__
+
+    def guarded(self, args, *more, **kw):
+        argv = args if isinstance(args, str) else " ".join(map(str, args))
+        asks_help = re.search(r"\s(--help|-h)(\s|$)", argv)
+        if STARTS_A_JOB.search(argv + " ") and "pyspark-shell" not in argv and not asks_help:
+            raise AssertionError(f"a fast-tier test starts a job: {argv[:200]} "
+                                 "(mark it pytest.mark.integration)")
+        popen_init(self, args, *more, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
 # Worker-seconds a module took (setup, call and teardown of its tests), printed at the end of
