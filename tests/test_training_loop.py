@@ -238,3 +238,16 @@ def test_fused_projections_equal_the_three_linears_they_are_stored_as() -> None:
     torch.testing.assert_close(v2, v)
     assert sorted(name for name, _ in attn.named_parameters()) == sorted(
         f"{p}_proj.{w}" for p in ("q", "k", "v", "out") for w in ("weight", "bias"))
+
+
+def test_training_configs_load_with_the_jobs_config_kit(tmp_path: Path) -> None:
+    """`extends:` chains and `--set` errors read as the jobs' do: one line naming the key."""
+    shipped = Path(__file__).resolve().parent.parent / "conf" / "train" / "tiny-multi-zh-en.yaml"
+    child = tmp_path / "child.yaml"
+    child.write_text(f"extends: {shipped}\nseed: 7\n", encoding="utf-8")
+    cfg = load_config(child, ["model.d_model=64"])
+    assert (cfg.seed, cfg.model.d_model) == (7, 64)
+    for bad, named in ((["model.d_modle=8"], "model.d_modle"), (["model.heads=[1,"], "--set")):
+        with pytest.raises(ConfigError) as err:
+            load_config(child, bad)
+        assert named in str(err.value) and "\n" not in str(err.value)

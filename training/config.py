@@ -1,5 +1,6 @@
-"""Typed training configuration: a YAML file (`conf/train/*.yaml`), then `--set a.b=c`
-overrides. Unknown keys are errors that name the key."""
+"""Typed training configuration: a YAML file (`conf/train/*.yaml`, which may `extends:`
+another), then `--set a.b=c` overrides, loaded with the jobs' config kit
+(jobs/kit/config_files.py). Unknown keys are one-line errors that name the key."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from jobs.kit.config_files import deep_merge, load_chain, parse_override, validated
 from jobs.kit.errors import ConfigError  # noqa: F401 - raised here, defined there
 
 
@@ -131,47 +132,14 @@ class TrainingConfig(Strict):
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    keys = dotted.split(".")
-    node = tree
-    for key in keys[:-1]:
-        nxt = node.get(key)
-        if nxt is None:
-            nxt = node[key] = {}
-        if not isinstance(nxt, dict):
-            raise ConfigError(f"--set {dotted}: {key!r} is not a section")
-        node = nxt
-    node[keys[-1]] = value
-
-
-def apply_overrides(tree: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """`a.b=c` pairs; the value is parsed as YAML (so `1e-4`, `true`, `[a, b]` work)."""
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"--set expects key=value, got {item!r}")
-        key, raw = item.split("=", 1)
-        _set_path(tree, key.strip(), yaml.safe_load(raw))
-    return tree
-
-
-def from_dict(tree: dict[str, Any], origin: str = "<dict>") -> TrainingConfig:
-    try:
-        return TrainingConfig.model_validate(tree)
-    except ValidationError as err:
-        lines = []
-        for e in err.errors():
-            where = ".".join(str(p) for p in e["loc"])
-            lines.append(f"  {where}: {e['msg']}")
-        raise ConfigError(f"{origin}: invalid training config\n" + "\n".join(lines)) from None
+def from_dict(tree: dict[str, Any], origin: str | None = None) -> TrainingConfig:
+    return validated(TrainingConfig, tree, origin)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainingConfig:
-    path = Path(path)
-    try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping")
-    apply_overrides(tree, overrides or [])
-    return from_dict(tree, str(path))
+    """A training config file (with its `extends:` chain) <- `--set key.path=value`
+    overrides: the jobs' own config kit, so errors are the same one line naming the key."""
+    data = load_chain(Path(path))
+    for text in overrides or []:
+        data = deep_merge(data, parse_override(text))
+    return validated(TrainingConfig, data, path)

@@ -15,16 +15,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from jobs.kit.config_files import (  # noqa: F401 - the file kit, re-exported
+    deep_merge,
+    load_chain,
+    parse_override,
+    read_yaml,
+    validated,
+)
 from jobs.kit.errors import ConfigError  # noqa: F401 - raised here, defined there
 from udfs.scripts import scripts_of
 
@@ -213,59 +218,6 @@ class JobConfig(Strict):
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def deep_merge(base: dict, override: dict) -> dict:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-# Settings a run stored before they existed, as that version behaved: a run's stored config
-
-def read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    return data
-
-
-def load_chain(path: Path, seen: tuple[Path, ...] = ()) -> dict:
-    """A config file merged over the file it `extends` (relative to itself), recursively."""
-    path = path.resolve()
-    if path in seen:
-        raise ConfigError(f"{path}: `extends` loops back to itself")
-    data = read_yaml(path)
-    parent = data.pop("extends", None)
-    if parent is None:
-        return data
-    return deep_merge(load_chain(path.parent / parent, (*seen, path)), data)
-
-
-def parse_override(text: str) -> dict:
-    """`a.b.c=value` -> {"a": {"b": {"c": value}}}, the value parsed as YAML (1.5, true, [a, b])."""
-    if "=" not in text:
-        raise ConfigError(f"--set {text!r}: expected key.path=value")
-    dotted, raw = text.split("=", 1)
-    if not all(dotted.split(".")):
-        raise ConfigError(f"--set {text!r}: expected key.path=value")
-    try:
-        value: Any = yaml.safe_load(raw) if raw else ""
-    except yaml.YAMLError as err:  # e.g. `[1,`: one line naming the --set, not a traceback
-        why = getattr(err, "problem", None) or " ".join(str(err).split())
-        raise ConfigError(f"--set {text!r}: the value is not valid YAML ({why})") from None
-    for key in reversed(dotted.split(".")):
-        value = {key: value}
-    return value
-
-
 def load_validated(
     model: type[M],
     defaults: Path,
@@ -286,14 +238,7 @@ def load_validated(
         data = deep_merge(data, extra)
     for text in overrides or []:
         data = deep_merge(data, parse_override(text))
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in err.errors()
-        )
-        where = f" (from {path})" if path else ""
-        raise ConfigError(f"invalid config{where}: {problems}") from None
+    return validated(model, data, path)
 
 
 LAKE_DEFAULTS = CONF_DIR / "lake.yaml"
