@@ -12,16 +12,21 @@ from pydantic import BaseModel, TypeAdapter
 from jobs.filtering.config import DEFAULTS as FILTER_DEFAULTS
 from jobs.filtering.config import FilterConfig
 from jobs.kit.config import LAKE_DEFAULTS, JobConfig, load_chain
+from jobs.mixing.config import DEFAULTS as MIX_DEFAULTS
+from jobs.mixing.config import MixConfig
 from jobs.refreshing.config import DEFAULTS as REFRESH_DEFAULTS
 from jobs.refreshing.config import RefreshConfig
 from jobs.selection.config import DEFAULTS as SELECT_DEFAULTS
 from jobs.selection.config import SelectConfig
 from jobs.translation.config import DEFAULTS as TRANSLATE_DEFAULTS
 from jobs.translation.config import TranslateConfig
+from training.config import DEFAULTS as TRAIN_DEFAULTS
+from training.config import TrainingConfig
 
 JOBS = {"filter": (FilterConfig, FILTER_DEFAULTS), "select": (SelectConfig, SELECT_DEFAULTS),
         "translate": (TranslateConfig, TRANSLATE_DEFAULTS),
-        "refresh": (RefreshConfig, REFRESH_DEFAULTS), "report, gc": (JobConfig, LAKE_DEFAULTS)}
+        "refresh": (RefreshConfig, REFRESH_DEFAULTS), "mix": (MixConfig, MIX_DEFAULTS),
+        "report, gc": (JobConfig, LAKE_DEFAULTS)}
 
 
 def disagreeing_defaults(model: type[BaseModel], data: dict, path: str = "") -> list[str]:
@@ -80,3 +85,13 @@ def test_no_jobs_defaults_repeat_the_lake_section() -> None:
     repeating = [p.name for p in conf.glob("*defaults.yaml")
                  if "\nlake:" in "\n" + p.read_text(encoding="utf-8")]
     assert repeating == []
+
+
+def test_trainings_yaml_and_model_agree() -> None:
+    """Training's defaults are documented in conf/train/defaults.yaml (no lake, no Spark):
+    every key there is a field, and every field's code default is the YAML's value."""
+    documented = load_chain(TRAIN_DEFAULTS)
+    assert disagreeing_defaults(TrainingConfig, documented) == []
+    assert unknown_keys(TrainingConfig, documented) == []
+    optional = {n for n, f in TrainingConfig.model_fields.items() if not f.is_required()}
+    assert set(documented) == optional  # all of them, and run_dir and data left to the run

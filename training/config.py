@@ -136,10 +136,14 @@ def from_dict(tree: dict[str, Any], origin: str | None = None) -> TrainingConfig
     return validated(TrainingConfig, tree, origin)
 
 
+DEFAULTS = Path(__file__).resolve().parent.parent / "conf" / "train" / "defaults.yaml"
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainingConfig:
-    """A training config file (with its `extends:` chain) <- `--set key.path=value`
-    overrides: the jobs' own config kit, so errors are the same one line naming the key."""
-    data = load_chain(Path(path))
+    """conf/train/defaults.yaml <- a training config file (with its `extends:` chain) <-
+    `--set key.path=value` overrides: the jobs' own config kit, so errors are the same one
+    line naming the key."""
+    data = deep_merge(load_chain(DEFAULTS), load_chain(Path(path)))
     for text in overrides or []:
         data = deep_merge(data, parse_override(text))
     return validated(TrainingConfig, data, path)
