@@ -134,6 +134,7 @@ def test_model_names_cannot_leave_the_model_store(name: str, tmp_path: Path, cap
 
 
 # -- 3. the database name ----------------------------------------------------------------------
+@pytest.mark.integration  # a real spark-submit
 def test_a_database_name_is_an_identifier(tmp_path: Path) -> None:
     """`--set "lake.database=x\\` LOCATION '<dir>/evildb' --"` created a directory."""
     evil = f"x` LOCATION '{tmp_path}/evildb' --"
@@ -194,6 +195,7 @@ def test_a_corrupt_manifest_file_is_one_line_naming_it(spark, tmp_path: Path, ca
 
 
 # -- 7. a missing input path -------------------------------------------------------------------
+@pytest.mark.integration  # a real spark-submit
 def test_a_missing_input_path_is_said_before_spark_reads(spark, tmp_path: Path) -> None:
     """Was a 98-line WARN trace (Spark's metadata-directory probe), then the error."""
     missing = tmp_path / "nope.tsv"

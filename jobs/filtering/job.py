@@ -21,9 +21,8 @@ from jobs.filtering.pair_scores import check_aligner
 from jobs.filtering.redecide import redecide
 from jobs.filtering.run import FilterRun
 from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_parser, lake_extra
-from jobs.kit.config import check_run_id
 from jobs.kit.errors import ConfigError
-from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -83,7 +82,7 @@ def config_from_args(args: argparse.Namespace) -> FilterConfig:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    run_id = args.run_id or new_run_id(cfg.hash())  # a given one was checked in main()
+    run_id = args.run_id or new_run_id(cfg.hash())  # a given one was checked by job_main
     # The catalog opens beside the job once its input is numbered, and the run registers
     # there too (first rows staged seconds sooner); a catalog table as input waits for it.
     spark, lake = open_lake("sluice-filter", cfg, run_id, beside=True)
@@ -100,14 +99,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run_or_redecide(args))
-
-
 def run_or_redecide(args: argparse.Namespace) -> int:
-    if args.run_id:  # a bad --run-id (of a run or a re-decide) fails before Spark starts
-        check_run_id(args.run_id)
     if args.redecide:
         return redecide(args)
     return run(args)
+
+
+main = job_main(parse_args, run_or_redecide)

@@ -12,7 +12,7 @@ from jobs.kit.cli import add_config, add_lake, hidden_alias, job_parser, lake_ex
 from jobs.kit.config import deep_merge, load_lake_config
 from jobs.kit.progress import log
 from jobs.lake.metastore import metastore_conf
-from jobs.lake.runs import exit_code, open_lake_at
+from jobs.lake.runs import job_main, open_lake_at
 from jobs.lake.store import gc
 
 
@@ -24,22 +24,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def collect(args: argparse.Namespace) -> int:
     extra = lake_extra(args)
     if args.database:
         extra = deep_merge(extra, {"lake": {"database": args.database}})
+    cfg = load_lake_config(args.config, args.set, extra)
+    _, lake = open_lake_at("sluice-gc", cfg.lake.root, cfg.lake.database,
+                           conf={**metastore_conf(cfg.lake.metastore), **cfg.spark.conf},
+                           existing=True)
+    removed = gc(lake)
+    log(f"removed {len(removed)} unreferenced directories from {lake.root}")
+    for path in removed:
+        log(f"  {path}")
+    lake.spark.stop()
+    return 0
 
-    def collect() -> int:
-        cfg = load_lake_config(args.config, args.set, extra)
-        _, lake = open_lake_at("sluice-gc", cfg.lake.root, cfg.lake.database,
-                               conf={**metastore_conf(cfg.lake.metastore), **cfg.spark.conf},
-                               existing=True)
-        removed = gc(lake)
-        log(f"removed {len(removed)} unreferenced directories from {lake.root}")
-        for path in removed:
-            log(f"  {path}")
-        lake.spark.stop()
-        return 0
 
-    return exit_code(collect)
+main = job_main(parse_args, collect)

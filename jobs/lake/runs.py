@@ -4,6 +4,7 @@ the run, do the work, commit it all or mark it failed."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -263,6 +264,25 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
 class AlreadyCommitted(Exception):
     """The run's id has committed already, by the same job with the same config: a scheduler's
     retry of a run that did commit. Nothing is done again; the job exits 0."""
+
+
+def job_main(parse: Callable[[list[str] | None], argparse.Namespace],
+             run: Callable[[argparse.Namespace], int]) -> Callable[[list[str] | None], int]:
+    """Every job's `main`, the one frame: its flags parsed, a `--run-id` given checked (once,
+    here, before Spark starts), then `run`, with its errors turned into exit codes
+    (`exit_code`, jobs/kit/errors.py)."""
+
+    def main(argv: list[str] | None = None) -> int:
+        args = parse(argv)
+
+        def checked_then_run() -> int:
+            if getattr(args, "run_id", None) is not None:
+                check_run_id(args.run_id)
+            return run(args)
+
+        return exit_code(checked_then_run)
+
+    return main
 
 
 def exit_code(job: Callable[[], int]) -> int:

@@ -30,11 +30,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from jobs.kit.cli import add_config, add_lake, add_run_id, job_parser, lake_extra
-from jobs.kit.config import check_name, check_run_id, known_pair
+from jobs.kit.config import check_name, known_pair
 from jobs.kit.errors import ConfigError, ConservationError, InputError
 from jobs.kit.ingest import union_all
 from jobs.kit.progress import log, stage
-from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged
 from jobs.mixing.config import MixConfig, SourceConf, load_mix_config
 from jobs.mixing.decontaminate import EVAL_SCHEMA, contamination, norm_col
@@ -486,8 +486,6 @@ def mix(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.run_id:  # a bad --run-id fails before Spark starts
-        check_run_id(args.run_id)
     if args.register_eval:
         return register_eval(args)
     if args.pair or args.input:
@@ -495,6 +493,4 @@ def run(args: argparse.Namespace) -> int:
     return mix(args)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))
+main = job_main(parse_args, run)

@@ -26,12 +26,12 @@ from pyspark.sql import functions as F
 from jobs.filtering.run import FilterRun
 from jobs.filtering.stages import dedup, with_dedup_keys
 from jobs.kit.cli import add_config, add_lake, add_run_id, lake_extra
-from jobs.kit.config import InputConf, check_run_id
+from jobs.kit.config import InputConf
 from jobs.kit.errors import ConfigError
 from jobs.kit.ingest import RAW_COLUMNS, read_input, union_all
 from jobs.kit.progress import log, stage
 from jobs.lake.lock import LakeBusy, RemoteLock, local_lock
-from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 from jobs.lake.session import MetastoreBusy
 from jobs.lake.store import Flip, Lake, write_staged
 from jobs.refreshing.config import RefreshConfig, load_refresh_config
@@ -258,7 +258,7 @@ def select_new_rows(cfg: RefreshConfig, run_id: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    run_id = check_run_id(args.run_id or new_run_id(cfg.hash()))
+    run_id = args.run_id or new_run_id(cfg.hash())  # a given one was checked by job_main
     if not args.full and quick_up_to_date(cfg):
         return 0
     lock = local_lock(cfg.lake.root)  # taken before Spark starts: a busy lake answers at once
@@ -279,6 +279,4 @@ def run(args: argparse.Namespace) -> int:
             lock.release()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))  # a busy lake (LakeBusy) is one line, exit 75
+main = job_main(parse_args, run)

@@ -33,11 +33,11 @@ import time
 from pyspark.sql import SparkSession
 
 from jobs.kit.cli import add_config, add_lake, add_run_id, hidden_alias, job_parser, lake_extra
-from jobs.kit.config import JobConfig, check_run_id, deep_merge, load_lake_config
+from jobs.kit.config import JobConfig, deep_merge, load_lake_config
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log, stage
 from jobs.lake.metastore import metastore_conf
-from jobs.lake.runs import exit_code, open_lake_at
+from jobs.lake.runs import job_main, open_lake_at
 from jobs.lake.store import Lake
 from jobs.reporting.data import Run, collect_report, find_run
 from jobs.reporting.mix_data import collect_mix
@@ -111,8 +111,6 @@ def report_page(spark: SparkSession, lake: Lake, run: Run) -> str:
 
 def run(args: argparse.Namespace) -> int:
     # Bad flags fail before Spark starts; open_lake_at refuses a lake that is not there.
-    if args.run_id is not None:
-        check_run_id(args.run_id)
     check_out(args.out)
     cfg = lake_config(args)
     spark, lake = open_lake_at("sluice-report", cfg.lake.root, cfg.lake.database,
@@ -129,6 +127,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))
+main = job_main(parse_args, run)

@@ -23,7 +23,7 @@ from jobs.kit.cli import add_config, add_lake, hidden_alias, lake_extra
 from jobs.kit.errors import ConfigError, InputError
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore
-from jobs.lake.runs import exit_code, open_lake
+from jobs.lake.runs import job_main, open_lake
 from udfs.align import train_alignment
 
 
@@ -87,6 +87,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))
+main = job_main(parse_args, run)

@@ -47,7 +47,7 @@ from jobs.kit.config import (
 from jobs.kit.errors import InputError
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, for_executors
-from jobs.lake.runs import exit_code, open_lake
+from jobs.lake.runs import job_main, open_lake
 from udfs.pair_features import available, feature_columns, score_python
 
 HELD_APART = 5  # one pair in five, by a hash of its text
@@ -268,6 +268,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))
+main = job_main(parse_args, run)

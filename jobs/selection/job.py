@@ -33,7 +33,7 @@ from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_
 from jobs.kit.config import check_run_id
 from jobs.kit.errors import ConfigError, ConservationError, InputError
 from jobs.kit.progress import log, stage
-from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged
 from jobs.selection.config import NEEDS_SEED, SelectConfig, load_select_config
 from jobs.selection.methods import LOWER_IS_BETTER, METHOD_CLASSES, Context, with_fold
@@ -376,8 +376,6 @@ class SelectRun:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    if args.run_id:  # a bad --run-id fails before Spark starts
-        check_run_id(args.run_id)
     cfg = config_from_args(args)
     run_id = args.run_id or new_run_id(cfg.hash())
     spark, lake = open_lake("sluice-select", cfg, run_id)
@@ -406,6 +404,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))
+main = job_main(parse_args, run)

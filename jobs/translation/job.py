@@ -27,13 +27,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, lake_extra
-from jobs.kit.config import check_run_id
 from jobs.kit.errors import ConfigError, ConservationError, InputError
 from jobs.kit.ingest import union_all
 from jobs.kit.progress import log
 from jobs.kit.sampling import first_by_hash, hash_buckets
 from jobs.lake.models import for_executors
-from jobs.lake.runs import exit_code, new_run_id, open_lake, run_and_commit
+from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged
 from jobs.translation.config import StreamConf, TranslateConfig, load_translate_config
 from udfs.text_codec import load_codec
@@ -354,8 +353,6 @@ class TranslateRun:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.run_id:  # a bad --run-id fails before Spark starts
-        check_run_id(args.run_id)
     cfg = config_from_args(args)
     run_id = args.run_id or new_run_id(cfg.hash())
     spark, lake = open_lake("sluice-translate", cfg, run_id)
@@ -370,6 +367,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return exit_code(lambda: run(args))
+main = job_main(parse_args, run)
