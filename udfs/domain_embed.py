@@ -1,6 +1,6 @@
 """Sentence-embedding scores of pool rows against an in-domain seed, on the executors.
 
-- k-NN similarity (ZengHuiMT WMT22): the mean cosine of a side's vector to its k nearest seed
+- k-NN similarity (ZengHuiMT WMT21): the mean cosine of a side's vector to its k nearest seed
   vectors (same side); with both sides, the mean of the two. Higher is more in-domain.
 - Vectors for clustering (kmeans_domains): the row's sides' vectors averaged and normalized.
 
