@@ -48,7 +48,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # as one work unit, on one worker, and it is built once a run (not once per worker that gets
 # one of them). The unit takes the place of its first module in the order above.
 SHARE_A_WORKER = (
-    ("test_cluster.py", "test_determinism.py"),  # scored_tatoeba
+    ("test_cluster.py", "test_determinism.py", "test_gpu_scheduling.py"),  # scored_tatoeba,
+    # standalone
     ("test_translate_job.py", "test_report_runs.py", "test_translate_edges.py",
      "test_translate_units.py"),  # tiny_multi_ct2, marian_ct2
 )
@@ -120,6 +121,31 @@ def pytest_terminal_summary(terminalreporter) -> None:
     for module, seconds in sorted(MODULE_SECONDS.items(), key=lambda kv: -kv[1]):
         if seconds >= 1:
             terminalreporter.write_line(f"{seconds:8.1f}  {module}")
+
+
+# Workers of the session's standalone cluster offer one GPU each, from a discovery script
+# that names one (there is no GPU): test_gpu_scheduling.py's jobs ask for them, the other
+# cluster tests' jobs ask for none and get none.
+FAKE_GPUS = '#!/usr/bin/env bash\necho \'{"name":"gpu","addresses":["0"]}\'\n'
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory):
+    """One standalone cluster for the session's cluster tests (test_cluster.py,
+    test_gpu_scheduling.py: one work unit, so one worker process starts it once): two
+    workers of one core, each offering a fake GPU (`gpu_script` is its discovery script)."""
+    from integration_helpers import spark_env
+    from standalone_cluster import standalone_cluster
+
+    root = tmp_path_factory.mktemp("standalone")
+    script = root / "fake_gpus.sh"
+    script.write_text(FAKE_GPUS)
+    script.chmod(0o755)
+    env = dict(spark_env(), SPARK_WORKER_OPTS="-Dspark.worker.resource.gpu.amount=1 "
+               f"-Dspark.worker.resource.gpu.discoveryScript={script}")
+    with standalone_cluster(root / "cluster", env) as running:
+        running.gpu_script = script
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,7 @@ class Cluster:
     worker_uis: list[str]
     env: dict[str, str]
     work_dirs: list[Path]
+    gpu_script: Path | None = None  # the workers' GPU discovery script, where they offer GPUs
 
     def status(self) -> dict:
         return get_json(f"{self.master_ui}/json/")

@@ -19,10 +19,8 @@ from integration_helpers import (
     alongside,
     query_lake,
     spark_default,
-    spark_env,
     submit_to,
 )
-from standalone_cluster import standalone_cluster
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -77,9 +75,8 @@ SCORE_COLUMNS = [
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with standalone_cluster(tmp_path_factory.mktemp("cluster"), spark_env()) as running:
-        yield running
+def cluster(standalone):
+    return standalone  # the session's cluster (conftest.py), shared with the GPU test
 
 
 def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request, spark,

@@ -12,14 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
-from integration_helpers import JIT_OPTS, query_lake, spark_env, submit_to
-from standalone_cluster import standalone_cluster
+from integration_helpers import JIT_OPTS, query_lake, submit_to
 
 from jobs.filtering.pair_scores import embed_profile
 
 pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parent / "data"
-FAKE_GPUS = '#!/usr/bin/env bash\necho \'{"name":"gpu","addresses":["0"]}\'\n'
 
 
 def events(log_dir: Path) -> list[dict]:
@@ -27,13 +25,9 @@ def events(log_dir: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
-def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(tmp_path: Path) -> None:
-    script = tmp_path / "fake_gpus.sh"
-    script.write_text(FAKE_GPUS)
-    script.chmod(0o755)
-    worker_gpus = (f"-Dspark.worker.resource.gpu.amount=1 "
-                   f"-Dspark.worker.resource.gpu.discoveryScript={script}")
-    env = dict(spark_env(), SPARK_WORKER_OPTS=worker_gpus)
+def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
+                                                                  tmp_path: Path) -> None:
+    script = standalone.gpu_script  # the session cluster's workers offer one fake GPU each
     log_dir, lake = tmp_path / "events", tmp_path / "lake"
     log_dir.mkdir()
     spark_args = (
@@ -46,11 +40,10 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(tmp_path: Path
         "--conf", "spark.eventLog.rolling.enabled=false",
         "--conf", "spark.eventLog.compress=false",
     )
-    with standalone_cluster(tmp_path / "cluster", env) as cluster:
-        done = submit_to(
-            cluster.url, "filter", "--pair", "zh-en", "--corpus", "tatoeba", "--input",
-            str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en"), "--lake", str(lake),
-            "--set", "embedding.enabled=true", spark_args=spark_args)
+    done = submit_to(
+        standalone.url, "filter", "--pair", "zh-en", "--corpus", "tatoeba", "--input",
+        str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en"), "--lake", str(lake),
+        "--set", "embedding.enabled=true", spark_args=spark_args)
     assert done.returncode == 0, done.stderr[-4000:]
 
     log = events(log_dir)
