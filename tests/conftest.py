@@ -81,9 +81,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 # command, instead of slowing `make test-fast` unnoticed. The session's own SparkSession
 # (pyspark-shell) is the exception.
 SLUICE_JOBS = "|".join(["filter", "select", "refresh", "translate", "mix", "report",
-                         "train-pair-score", "align-reference", "lake-gc", "sql"])
+                        "train-pair-score", "align-reference", "lake-gc", "sql"])
 STARTS_A_JOB = re.compile(r"(spark-submit|spark-sql|/jobs/\w+\.py|-m jobs\.\w+"
                           rf"|/sluice\s(\S+\s)*({SLUICE_JOBS}))(\s|$)")
+
+
+def starts_a_job(args: str | list) -> bool:
+    """Whether a Popen of `args` starts a Spark job: a shell line is read whole; an argv by
+    its program (spark-submit, spark-sql, sluice, or python running a job)."""
+    if isinstance(args, str):
+        line = args
+    else:
+        argv = [str(a) for a in args]
+        program = Path(argv[0]).name if argv else ""
+        if program.startswith("python"):
+            line = " ".join(argv[:3])
+        elif program in ("spark-submit", "spark-sql", "sluice"):
+            line = " ".join(argv)
+        else:
+            return False  # bash running a script, git, ...: not a job by itself
+    if "pyspark-shell" in line or re.search(r"\s(--help|-h)(\s|$)", line):
+        return False
+    return bool(STARTS_A_JOB.search(line + " "))
 
 
 @pytest.fixture(autouse=True)
@@ -93,10 +112,9 @@ def _fast_tier_starts_no_job(request: pytest.FixtureRequest, monkeypatch) -> Non
     popen_init = subprocess.Popen.__init__
 
     def guarded(self, args, *more, **kw):
-        argv = args if isinstance(args, str) else " ".join(map(str, args))
-        asks_help = re.search(r"\s(--help|-h)(\s|$)", argv)
-        if STARTS_A_JOB.search(argv + " ") and "pyspark-shell" not in argv and not asks_help:
-            raise AssertionError(f"a fast-tier test starts a job: {argv[:200]} "
+        if starts_a_job(args):
+            shown = args if isinstance(args, str) else " ".join(map(str, args))
+            raise AssertionError(f"a fast-tier test starts a job: {shown[:200]} "
                                  "(mark it pytest.mark.integration)")
         popen_init(self, args, *more, **kw)
 
