@@ -6,10 +6,15 @@ from __future__ import annotations
 import pytest
 
 from jobs.filtering.config import load_config
-from jobs.filtering.redecide import scorer_decisions
-from jobs.filtering.scorer_rules import SCORER_RULES
-from jobs.filtering.stages import rule_sequence
+from jobs.filtering.scorer_rules import SCORER_RULES, scorer_rules
+from jobs.filtering.steps import STAGES, rule_sequence
 from jobs.reporting.thresholds import scorer_thresholds
+
+
+def redecided(cfg) -> list[tuple[str, str]]:
+    """(stage, rule) a re-decide's scorer stages decide by (jobs/filtering/steps.py)."""
+    return [(u.stage, u.rule) for s in STAGES if s.scorer for u in scorer_rules(cfg, s.name)]
+
 
 ALL_ON = ["align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4",
           "pair_score.enabled=true"]
@@ -21,7 +26,7 @@ def test_funnel_redecide_and_report_read_the_same_units(spark, pair: str) -> Non
     cfg = load_config(None, sets, {"pair": pair})
     steps = [(u.stage, u.rule) for u in SCORER_RULES]
     assert rule_sequence(cfg)[-len(steps):] == steps
-    assert [(stage, rule) for _, _, stage, rule in scorer_decisions(cfg, None)] == steps
+    assert redecided(cfg) == steps
     found = scorer_thresholds(cfg, None)
     enc = cfg.embedding.chosen
     assert {col: t.value for col, t in found.items()} == {
@@ -40,10 +45,7 @@ def test_a_scorer_off_or_without_a_threshold_decides_nothing(spark) -> None:
     cfg = load_config(None, ["embedding.enabled=true", "pair_score.enabled=true",
                              "pair_score.decides_alone=false"], {"pair": "zh-en"})
     # margin_k 0: no margin rule; the pair_score's threshold is the model's, given by the run
-    from pyspark.sql import functions as F
-
-    decided = scorer_decisions(cfg, F.lit(0.7))
-    assert [r for _, _, _, r in decided] == ["embed_cosine", "pair_score"]
+    assert [r for _, r in redecided(cfg)] == ["embed_cosine", "pair_score"]
     assert set(scorer_thresholds(cfg, None)) == {"embed_cosine"}
     assert scorer_thresholds(cfg, 0.7)["pair_score"].value == 0.7
     with pytest.raises(ValueError, match="decided by its model"):
@@ -57,11 +59,9 @@ def test_with_pair_score_deciding_alone_align_and_embedding_only_score(spark) ->
     assert [r for _, r in rule_sequence(alone)[-4:]][-1] == "pair_score"
     assert not {"align_coverage", "embed_cosine", "embed_margin"} & {
         r for _, r in rule_sequence(alone)}
-    from pyspark.sql import functions as F
-
-    assert [r for *_, r in scorer_decisions(alone, F.lit(0.5))] == ["pair_score"]
+    assert [r for _, r in redecided(alone)] == ["pair_score"]
     gated = load_config(None, [*ALL_ON, "pair_score.decides_alone=false"], {"pair": "de-en"})
-    assert [r for *_, r in scorer_decisions(gated, F.lit(0.5))] == [u.rule for u in SCORER_RULES]
+    assert [r for _, r in redecided(gated)] == [u.rule for u in SCORER_RULES]
 
 
 def test_a_run_stored_before_the_pair_score_settings_reads_as_it_ran(spark) -> None:

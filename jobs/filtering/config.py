@@ -217,6 +217,22 @@ class PairScoreConf(Strict):
     _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
 
 
+class QuantileCut(Strict):
+    """Reject the worst `drop` share of the rows a stored score was computed on (jobs/filtering/
+    quantile_cuts.py): "drop the 10% with the lowest align_coverage"."""
+
+    score: str  # a score column the run stores (align_coverage, embed_cosine, a rule's score)
+    drop: float = Field(gt=0, lt=1)
+    worst: Literal["low", "high"] = "low"  # high for scores where more is worse (punct_share)
+
+    @property
+    def rule(self) -> str:
+        return f"quantile_{self.score}"
+
+
+class CutsConf(Strict):
+    quantile: list[QuantileCut] = Field(default_factory=list)  # in order, after the scorers
+
 
 class FilterConfig(JobConfig):
     pair: str | None = None  # bitext: source-target
@@ -230,6 +246,7 @@ class FilterConfig(JobConfig):
     align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
     embedding: EmbeddingConf
     pair_score: PairScoreConf
+    cuts: CutsConf = CutsConf()
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: pair_form(v)))
 

@@ -45,36 +45,26 @@ from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, fits
 from jobs.filtering.pair_score_stage import threshold as pair_score_threshold
 from jobs.filtering.run import FilterRun
-from jobs.filtering.scorer_rules import SCORER_RULES, scorer_rules
-from jobs.filtering.stages import alive, dedup, first_failure, reject_where, score_columns
+from jobs.filtering.scorer_rules import SCORER_RULES
+from jobs.filtering.stages import score_columns
+from jobs.filtering.steps import STAGES
 from jobs.kit.config import check_run_id, deep_merge, parse_override, read_yaml
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
 from jobs.lake.runs import new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, sql_string
-from udfs import rules as registry
 from udfs.rules import monolingual_names
 
 JOB = "redecide"
 # Settings a re-decide may change: thresholds, rule order, dedup, turning a scorer off (and
 # where the lake is, how Spark runs). Anything else changes how scores are computed.
 DECISION_SETTINGS = (
-    "lake.*", "spark.*", "rules.*", "langid.*", "dedup.*",
+    "lake.*", "spark.*", "rules.*", "langid.*", "dedup.*", "cuts.*",
     *[key for unit in SCORER_RULES for key in unit.decided_by],  # each scorer unit's own
 )
 SCORE_SETTINGS = (  # feed a score, not a decision
     "rules.special_patterns*", "langid.model", "langid.backend*", "langid.scripts*", "langid.skip*",
 )
-# The pair scorers in funnel order: the stages after which (as a row's original reject_stage)
-# a row had reached the scorer. A row whose original stage is not listed never reached it.
-SCORER_REACHED = {
-    "align": ("align", "embed", "pair_score"),
-    "embed": ("embed", "pair_score"),
-    "pair_score": ("pair_score",),
-}
-WAS = "_was_stage"  # the original run's reject_stage, while deciding
-
-
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     """A nested mapping as dotted paths -> leaf values (lists are leaves)."""
     if not isinstance(data, dict):
@@ -108,14 +98,12 @@ def check_decidable(run_id: str, old: FilterConfig, new: FilterConfig) -> None:
             f"--redecide {run_id}: rule(s) {', '.join(rules)} need score(s) "
             f"{', '.join(missing)}, which run {run_id} never computed (the rule was off): run "
             "the filter job again with it on")
-    scorers = {"align": (old.align.enabled, new.align.enabled),
-               "embedding": (old.embedding.enabled, new.embedding.enabled),
-               "pair_score": (old.pair_score.enabled, new.pair_score.enabled)}
-    for name, (was_on, is_on) in scorers.items():
-        if is_on and not was_on:
+    for step in STAGES:
+        if step.scorer and step.on(new) and not step.on(old):
             raise ConfigError(
-                f"--redecide {run_id}: {name}.enabled: run {run_id} did not run {name}, so it "
-                f"stored no {name} scores to decide by: run the filter job again with it on")
+                f"--redecide {run_id}: {step.section}.enabled: run {run_id} did not run "
+                f"{step.section}, so it stored no {step.section} scores to decide by: run the "
+                "filter job again with it on")
     if new.pair_score.enabled and new.pair_score.min_score is None \
             and new.pair_score.model == "latest":
         raise ConfigError(
@@ -162,36 +150,18 @@ def original_rows_in(lake: Lake, run_id: str) -> dict[tuple[str, str], int]:
     return {(r.pair, r.corpus): r.rows_in for r in first}
 
 
-def decide_rules(df: DataFrame, cfg: FilterConfig) -> DataFrame:
-    """Ingest rejections kept; every other row: the first failing rule by the stored scores."""
-    ingest = F.col(WAS).eqNullSafe("ingest")
-    rule = F.when(ingest, F.col("reject_rule")).otherwise(first_failure(cfg))
-    stage_of_rule = F.create_map(*[F.lit(x) for r in registry.RULES for x in (r.name, r.stage)])
-    stage = F.when(ingest, F.lit("ingest")).when(rule.isNotNull(), stage_of_rule[rule])
-    return df.withColumns({"reject_rule": rule, "reject_stage": stage})
-
-
-Decision = tuple[str, Column, str, str]  # scorer, failing, reject_stage, reject_rule
-
-
-def scorer_decisions(cfg: FilterConfig, pair_score_min: Column | None) -> list[Decision]:
-    """(scorer stage, failing, stage, rule) in funnel order: the scorer units' comparisons
-    (jobs/filtering/scorer_rules.py), on the stored scores."""
-    return [(u.stage, u.failing(cfg, pair_score_min if u.rule == "pair_score" else None),
-             u.stage, u.rule) for u in scorer_rules(cfg)]
-
-
 class RedecideRun(FilterRun):
-    """A filter run whose rows come decided from the stored scores of run `source`."""
+    """A filter run whose rows are decided from the stored scores of run `source`: each
+    stage's `decide` (jobs/filtering/steps.py)."""
+
+    from_stored = True
 
     def __init__(self, spark: Any, lake: Lake, cfg: FilterConfig, run_id: str,
                  source: str) -> None:
         super().__init__(spark, lake, cfg, run_id)
         self.source = source
-        self.cut: Column | None = None  # the pair_score threshold (`decide`)
-        self.decisions: list[Decision] = []  # the scorers' decisions (`decide`)
 
-    def pair_score_min(self, stored: DataFrame) -> Column | None:
+    def pair_score_cut(self, stored: DataFrame) -> Column | None:
         """The pair_score threshold: pair_score.min_score where given; else, where the source
         run fitted its thresholds to its corpora, the one each row was judged by (stored; a
         re-decide does not fit them again); else the model's."""
@@ -202,67 +172,8 @@ class RedecideRun(FilterRun):
             return F.col(THRESHOLD_COLUMN)
         return F.lit(pair_score_threshold(self.cfg, model))
 
-    # The filter's stages (jobs/filtering/stages.py `STAGES`), each deciding by the scores
-    # the source run stored: FilterRun.through_stages runs them in the declared order.
-
-    def stage_ingest(self, stored: DataFrame) -> DataFrame:
-        """Rows rejected at ingest keep their fate; the original stage is kept while deciding."""
-        return stored.withColumn(WAS, F.col("reject_stage"))
-
-    def stage_normalize(self, rows: DataFrame) -> DataFrame:
-        return rows  # the stored text is normalized already
-
-    def stage_rules(self, rows: DataFrame) -> DataFrame:
-        return decide_rules(rows, self.cfg)
-
-    def stage_dedup(self, rows: DataFrame) -> DataFrame:
-        rows = dedup(rows, self.cfg)
-        if self.cut is not None and THRESHOLD_COLUMN in rows.columns:  # the threshold applied
-            rows = rows.withColumn(THRESHOLD_COLUMN,
-                                   F.when(F.col("pair_score").isNotNull(), self.cut))
-        if self.decisions:  # staged: each scorer's check counts rows, which would redo dedup
-            with self.stage("rules+dedup"):
-                rows = self.staged(rows, "stage_rules")
-        return rows
-
-    def stage_align(self, rows: DataFrame) -> DataFrame:
-        return self.decide_scorer("align", rows)
-
-    def stage_embed(self, rows: DataFrame) -> DataFrame:
-        return self.decide_scorer("embed", rows)
-
-    def stage_pair_score(self, rows: DataFrame) -> DataFrame:
-        return self.decide_scorer("pair_score", rows)
-
-    def decide_scorer(self, scorer: str, df: DataFrame) -> DataFrame:
-        """A pair scorer's decisions by its stored scores and the new thresholds."""
-        for name, failing, stage, rule in self.decisions:
-            if name != scorer:
-                continue
-            reached = F.col(WAS).isNull() | F.col(WAS).isin(*SCORER_REACHED[scorer])
-            unscored = df.where(alive() & ~reached).count()
-            if unscored:
-                raise ConfigError(
-                    f"--redecide {self.source}: {unscored:,} rows the new thresholds keep never "
-                    f"reached the {scorer} scorer in run {self.source} (no {scorer} scores): "
-                    "run the filter job with these settings instead")
-            df = reject_where(df, failing, stage, rule)
-        return df
-
-    def decide(self, stored: DataFrame) -> DataFrame:
-        self.cut = self.pair_score_min(stored)
-        self.decisions = scorer_decisions(self.cfg, self.cut)
-        return self.through_stages(stored).drop(WAS)
-
-    def execute_redecide(self, stored: DataFrame) -> list[Flip]:
-        lay, key = self.layout, self.layout.key
-        decided = self.decide(stored)
-        outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
-        decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
-        with self.stage("re-decide"):
-            decided = self.staged(lay.outward(decided), lay.prefix, [key, "corpus", "outcome"])
-        self.lake.delete(f"{self.dir}/stage_rules")
-        return self.finish(stored, decided, self.spark.table(self.lake.qualified(lay.raw)))
+    def raw_rows(self) -> DataFrame:
+        return self.spark.table(self.lake.qualified(self.layout.raw))
 
     def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
         """The filter run's flips but `bitext_raw`'s: the raw rows do not change."""
@@ -317,5 +228,5 @@ def redecide(args: argparse.Namespace) -> int:
     query = (f"SELECT * FROM {cfg.lake.database}.filter_stats WHERE run_id = "
              f"'{job.run_id}'")
     run_and_commit(spark, lake, cfg, JOB, job.run_id, [{"redecide_of": source}],
-                   lambda: job.execute_redecide(stored), query)
+                   lambda: job.execute(stored), query)
     return 0

@@ -12,15 +12,7 @@ from pyspark.sql.types import StructType
 
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.layout import Layout
-from jobs.filtering.pair_score_stage import pair_score_stage
-from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
-from jobs.filtering.stages import (
-    STAGES,
-    dedup,
-    normalize_and_analyze,
-    rule_sequence,
-    score_and_decide,
-)
+from jobs.filtering.stages import dedup
 from jobs.filtering.stats import (
     STATS_SCHEMA,
     check_conservation,
@@ -28,19 +20,28 @@ from jobs.filtering.stats import (
     funnel,
     stats_rows,
 )
+from jobs.filtering.steps import STAGES, WAS, Stage, rule_sequence
 from jobs.kit.ingest import read_input, union_all
 from jobs.kit.progress import log, stage
-from jobs.lake.models import AlignerStore, for_executors
 from jobs.lake.store import Flip, Lake, write_staged
 
 REJECT_COLUMNS = ["reject_stage", "reject_rule", "dup_of"]
 
 
 class FilterRun:
+    """A run of the filter's stages over input rows, committed as the run's (pair, corpus)
+    partitions. A refresh (jobs/refreshing/job.py) feeds it other rows and commits other
+    units; a re-decide (jobs/filtering/redecide.py) decides `from_stored` scores."""
+
+    stages: tuple[Stage, ...] = STAGES
+    from_stored = False  # decide by a run's stored scores instead of computing them
+
     def __init__(self, spark: SparkSession, lake: Lake, cfg: FilterConfig, run_id: str) -> None:
         self.spark, self.lake, self.cfg, self.run_id = spark, lake, cfg, run_id
         self.dir = lake.run_dir(run_id)
         self.layout = Layout(cfg.mono)
+        self.ingested: DataFrame  # the rows in, as the ingest stage left them
+        self.source = ""  # the run whose stored scores a re-decide decides by
         # Columns the staged rows are also partitioned by and the tables do not hold (a
         # refresh keeps each source file's rows in files of their own: jobs/refresh.py).
         self.source_cols: list[str] = []
@@ -84,91 +85,52 @@ class FilterRun:
         return max(1, cores * self.cfg.spark.partitions_per_core)
 
     def through_stages(self, rows: DataFrame) -> DataFrame:
-        """The rows through the filter's stages, in the order `STAGES` declares them: each
-        stage is the method `stage_<name>`. The re-decide (jobs/filtering/redecide.py) follows
-        the same list with its own step for each; tests/test_stage_list.py checks both."""
-        for step in STAGES:
-            rows = getattr(self, f"stage_{step.name}")(rows)
+        """The rows through `self.stages` in their declared order (jobs/filtering/steps.py),
+        each stage scoring and deciding, or in a re-decide (`from_stored`) deciding by the
+        scores the source run stored.
+
+        Before a stage that reads its input more than once (a pair scorer samples and counts
+        it), the rows worked on since the last staging point are staged: each read would
+        otherwise redo every stage before it. A re-decide stages once, before the first such
+        stage: what follows are cheap passes over stored scores."""
+        self.staging_points: list[str] = []
+        since: list[str] = []  # what the rows went through since they were last staged
+        for step in self.stages:
+            if not step.on(self.cfg):
+                continue
+            if step.materialised_input and since:
+                with self.stage("+".join(since)):
+                    rows = self.staged(rows, f"before_{step.name}")
+                self.staging_points.append(f"before_{step.name}")
+                since = []
+            if self.from_stored:
+                rows = step.decide(self, rows)
+                if not step.materialised_input:  # after the staging point: cheap passes
+                    since.append(step.name)
+            else:
+                rows = step.score(self, rows)
+                since = [] if step.stores_output else [*since, step.shows]
+        self.unstaged = since
         return rows
 
-    def stage_ingest(self, raw: DataFrame) -> DataFrame:
-        """The input rows, staged as the run's raw table (read back: later steps start there)."""
-        lay = self.layout
-        with self.stage(f"ingest into {lay.raw}"):
-            # Spread by row id: a gzip file is read as one partition.
-            spread = raw.repartition(self.partitions(), "row_id")
-            parts = [lay.key, "corpus", *self.source_cols]
-            self.rows_in = lay.inward(self.staged(lay.outward(spread), lay.raw, parts))
-        return self.rows_in
-
-    def stage_normalize(self, rows: DataFrame) -> DataFrame:
-        langid = for_executors(self.spark, self.cfg.langid.model, "fastText language-ID model")
-        return normalize_and_analyze(rows, self.cfg, langid)
-
-    def stage_rules(self, rows: DataFrame) -> DataFrame:
-        return score_and_decide(rows, self.cfg)
-
-    def stage_dedup(self, rows: DataFrame) -> DataFrame:
-        return self.deduplicate(rows)
-
-    def stage_align(self, decided: DataFrame) -> DataFrame:
-        """Word alignment on the rows the rules and dedup kept."""
-        cfg = self.cfg
-        if not (cfg.align.enabled or cfg.embedding.enabled or cfg.pair_score.enabled):
-            return decided
-        # Before the first pair scorer the rows are staged, so sampling for the aligner (and
-        # each scorer's counts) does not recompute the stages before it.
-        with self.stage("normalize+rules+langid+dedup"):
-            decided = self.staged(decided, "stage_rules")
-        if not cfg.align.enabled:
-            return decided
-        with self.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
-            store = AlignerStore(self.lake, cfg.pair)
-            model_dir = choose_aligner(decided, cfg, store, self.run_id)
-        log(f"word alignment scores (model {model_dir or 'none: all scores null'})")
-        decided = align_stage(decided, cfg, model_dir)
-        if cfg.embedding.enabled:  # staged again, or the embed split would align twice
-            with self.stage("word alignment"):
-                decided = self.staged(decided, "stage_align")
-        return decided
-
-    def stage_embed(self, decided: DataFrame) -> DataFrame:
-        """Sentence-embedding similarity of the rows still alive."""
-        cfg = self.cfg
-        if not cfg.embedding.enabled:
-            return decided
-        enc = cfg.embedding.chosen
-        log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
-        model = for_executors(self.spark, enc.model, f"{cfg.embedding.encoder} encoder")
-        return embed_stage(decided, cfg, model)
-
-    def stage_pair_score(self, decided: DataFrame) -> DataFrame:
-        """The learned pair_score of the rows still alive."""
-        cfg = self.cfg
-        if not cfg.pair_score.enabled:
-            return decided
-        if cfg.align.enabled or cfg.embedding.enabled:  # the threshold's fit reads them
-            with self.stage("embeddings" if cfg.embedding.enabled else "word alignment"):
-                decided = self.staged(decided, "stage_scores")
-        log(f"pair_score (model {cfg.pair_score.model})")
-        decided, _ = pair_score_stage(decided, cfg, self.lake)
-        return decided
-
-    def execute(self, raw: DataFrame) -> list[Flip]:
+    def execute(self, rows: DataFrame) -> list[Flip]:
+        """The rows through the stages, staged as the run's decided rows, checked and
+        made into the run's flips."""
         lay, key = self.layout, self.layout.key
-        decided = self.through_stages(raw)
+        decided = self.through_stages(rows).drop(WAS)
         outcome = F.when(F.col("reject_rule").isNull(), "clean").otherwise("rejected")
         decided = decided.withColumn("run_id", F.lit(self.run_id)).withColumn("outcome", outcome)
-        scorers = (self.cfg.align.enabled or self.cfg.embedding.enabled
-                   or self.cfg.pair_score.enabled)
-        last = ("pair_score" if self.cfg.pair_score.enabled
-                else "embeddings" if self.cfg.embedding.enabled else "write")
-        with self.stage(last if scorers else "normalize+rules+langid+dedup"):
+        last = "+".join(self.unstaged) or ("re-decide" if self.from_stored else "write")
+        with self.stage(last):
             parts = [key, "corpus", "outcome", *self.source_cols]
             decided = self.staged(lay.outward(decided), lay.prefix, parts)
-        for step in ("stage_rules", "stage_align", "stage_scores"):  # the scorers' staged inputs
-            self.lake.delete(f"{self.dir}/{step}")
-        return self.finish(self.rows_in, decided, lay.outward(self.rows_in))
+        for name in self.staging_points:
+            self.lake.delete(f"{self.dir}/{name}")
+        return self.finish(self.ingested, decided, self.raw_rows())
+
+    def raw_rows(self) -> DataFrame:
+        """Rows with the raw table's columns (its schema, for `ensure_tables`)."""
+        return self.layout.outward(self.ingested)
 
     def finish(self, rows_in: DataFrame, decided: DataFrame, raw: DataFrame) -> list[Flip]:
         """Check that every row of `rows_in` is in `decided` exactly once, stage the run's

@@ -1,17 +1,14 @@
-"""The filter job's stages over a DataFrame of raw rows: normalize, score, decide, dedup; and
-`STAGES`, the one ordered list of the filter's stages with the rules each rejects rows by."""
+"""The filter's row work over a DataFrame of raw rows: normalize, score, decide, dedup. The
+stages that call it, in order, are jobs/filtering/steps.py `STAGES`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig, NormalizeConf
-from jobs.filtering.scorer_rules import scorer_rules
 from udfs import normalize as N
 from udfs import rules as registry
 from udfs.dedup import dedup_key
@@ -201,36 +198,3 @@ def _mark_duplicates(df: DataFrame, rule: str, key_hash: Column) -> DataFrame:
     is_dup = alive() & (F.col("_survivor") != F.col("row_id"))
     df = df.withColumn("dup_of", F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")))
     return reject_where(df, is_dup, "dedup", rule).drop("_survivor")
-
-
-def _scorer_steps(stage: str, cfg: FilterConfig) -> list[tuple[str, str]]:
-    return [(u.stage, u.rule) for u in scorer_rules(cfg, stage)]
-
-
-@dataclass(frozen=True)
-class Stage:
-    """A stage of the filter run and `rules(cfg)`: the (reject_stage, reject_rule) values it
-    can give a row under `cfg`, in the order rows meet them."""
-
-    name: str
-    rules: Callable[[FilterConfig], list[tuple[str, str]]]
-
-
-# The filter's stages in the order rows go through them: jobs/filter.py runs them in this
-# order, each rejecting by the rules listed here, and filter_stats and the funnel list those
-# rules in this order (`rule_sequence`).
-STAGES: tuple[Stage, ...] = (
-    Stage("ingest", lambda cfg: [("ingest", e) for e in INGEST_ERRORS]),  # jobs/kit/ingest.py
-    Stage("normalize", lambda cfg: []),
-    # The heuristic and language-ID rules decide together: the first failing rule in
-    # `rules.order` rejects a row, under the rule's own stage (udfs/rules.py).
-    Stage("rules", lambda cfg: [(rule.stage, rule.name) for rule in cfg.rules_run]),
-    Stage("dedup", lambda cfg: [("dedup", rule) for rule in dedup_rules(cfg)]),
-    # The pair scorers, each rejecting by its units (jobs/filtering/scorer_rules.py).
-    *[Stage(name, partial(_scorer_steps, name)) for name in ("align", "embed", "pair_score")],
-)
-
-
-def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
-    """(stage, rule) in the order rows meet them, for stats and the funnel."""
-    return [step for stage in STAGES for step in stage.rules(cfg)]

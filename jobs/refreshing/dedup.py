@@ -22,13 +22,14 @@ from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.layout import Layout
-from jobs.filtering.stages import KEY_HASH, STAGES, dedup_rules, key_hashes, mark_duplicates
+from jobs.filtering.stages import KEY_HASH, dedup_rules, key_hashes, mark_duplicates
+from jobs.filtering.steps import stages_from
 from jobs.lake.store import Lake
 from jobs.refreshing.units import SOURCE_COLUMN, SOURCE_FILE
 from udfs.dedup import dedup_key
 
 # Stages a row reaches alive at dedup: dedup itself and the pair scorers after it.
-FROM_DEDUP = [s.name for s in STAGES[[s.name for s in STAGES].index("dedup"):]]
+FROM_DEDUP = list(stages_from("dedup"))
 STORED = "_stored"  # a committed row taking part in the refresh's dedup
 WAS_RULE, WAS_DUP = "_was_rule", "_was_dup"  # its dedup decision as committed
 

@@ -1,0 +1,259 @@
+"""The filter's stages as objects, in `STAGES`, the order rows go through them.
+
+A stage knows the rules it rejects rows by (for filter_stats and the funnel), whether it is a
+pair scorer (expensive: its input is staged first, so its sampling and counts do not redo the
+stages before it), what it computes (`score`: a filter or refresh run) and how it decides from
+scores a run stored (`decide`: a re-decide, jobs/filtering/redecide.py). The runner,
+jobs/filtering/run.py `FilterRun.through_stages`, walks the list top to bottom; a new pair
+scorer is one `ScorerStage` here plus its decisions in jobs/filtering/scorer_rules.py.
+`materialised_input`: the stage reads its input more than once, so the runner stages it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from jobs.filtering.config import FilterConfig
+from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, pair_score_stage
+from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
+from jobs.filtering.quantile_cuts import apply_quantile_cuts, quantile_rules
+from jobs.filtering.scorer_rules import scorer_rules
+from jobs.filtering.stages import (
+    INGEST_ERRORS,
+    alive,
+    dedup,
+    dedup_rules,
+    first_failure,
+    normalize_and_analyze,
+    reject_where,
+    score_and_decide,
+)
+from jobs.kit.errors import ConfigError
+from jobs.kit.progress import log
+from jobs.lake.models import AlignerStore, for_executors
+from udfs import rules as registry
+
+if TYPE_CHECKING:
+    from jobs.filtering.run import FilterRun
+
+# The original run's reject_stage, carried while a re-decide decides (dropped at the end).
+WAS = "_was_stage"
+
+
+class Stage:
+    """One stage of the funnel. `shows`: what its work is called in progress lines."""
+
+    name: str = ""
+    shows: str = ""
+    scorer = False
+    # It reads its input more than once (a sample, a count, a percentile): the runner stages
+    # its input first, or each read would redo every stage before it.
+    materialised_input = False
+    stores_output = False  # its output is read back from files already (not staged again)
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        """The (reject_stage, reject_rule) values it can give a row, in the order rows meet them."""
+        return []
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return True
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        """Compute what the stage computes and reject rows by it."""
+        return rows
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        """Reject rows by the scores the source run stored (nothing is computed again)."""
+        return rows
+
+
+class Ingest(Stage):
+    name, shows = "ingest", "ingest"
+    stores_output = True
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        return [("ingest", e) for e in INGEST_ERRORS]  # jobs/kit/ingest.py
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        """The input rows, staged as the run's raw table (read back: later steps start there)."""
+        lay = run.layout
+        with run.stage(f"ingest into {lay.raw}"):
+            spread = rows.repartition(run.partitions(), "row_id")  # a gzip file is one split
+            parts = [lay.key, "corpus", *run.source_cols]
+            run.ingested = lay.inward(run.staged(lay.outward(spread), lay.raw, parts))
+        return run.ingested
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        """Rows rejected at ingest keep their fate; the stored rows are the rows in."""
+        run.ingested = rows
+        return rows.withColumn(WAS, F.col("reject_stage"))
+
+
+class Normalize(Stage):
+    name, shows = "normalize", "normalize"
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        langid = for_executors(run.spark, run.cfg.langid.model, "fastText language-ID model")
+        return normalize_and_analyze(rows, run.cfg, langid)
+
+    # decide: the stored text is normalized already
+
+
+class Rules(Stage):
+    """The heuristic and language-ID rules decide together: the first failing rule in
+    `rules.order` rejects a row, under the rule's own stage (udfs/rules.py)."""
+
+    name, shows = "rules", "rules+langid"
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        return [(rule.stage, rule.name) for rule in cfg.rules_run]
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        return score_and_decide(rows, run.cfg)
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        ingest = F.col(WAS).eqNullSafe("ingest")
+        rule = F.when(ingest, F.col("reject_rule")).otherwise(first_failure(run.cfg))
+        stage_of = F.create_map(*[F.lit(x) for r in registry.RULES for x in (r.name, r.stage)])
+        stage = F.when(ingest, F.lit("ingest")).when(rule.isNotNull(), stage_of[rule])
+        return rows.withColumns({"reject_rule": rule, "reject_stage": stage})
+
+
+class Dedup(Stage):
+    name, shows = "dedup", "dedup"
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        return [("dedup", rule) for rule in dedup_rules(cfg)]
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        return run.deduplicate(rows)  # a refresh dedups against the whole lake
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        # Again: a row re-admitted by a looser rule may duplicate another, and a duplicate of
+        # a now-rejected row may now survive, so the result equals a full run's.
+        return dedup(rows, run.cfg)
+
+
+class ScorerStage(Stage):
+    """A pair scorer: it adds its score columns on the rows still alive and rejects by its
+    units in jobs/filtering/scorer_rules.py."""
+
+    scorer = True
+    materialised_input = True
+    section = ""  # the config section that turns it on
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        return [(u.stage, u.rule) for u in scorer_rules(cfg, self.name)]
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        return self.decide_stored(run, rows)
+
+    def decide_stored(self, run: FilterRun, rows: DataFrame,
+                      threshold: Column | None = None) -> DataFrame:
+        """Its units' decisions by the stored scores (`threshold`: a column in place of the
+        setting's value). A row alive here that the source run never sent to this scorer has
+        no score to decide by: scoring just those rows would not equal a full run (an
+        aligner's sample, the margin's neighbours), so it stops."""
+        units = scorer_rules(run.cfg, self.name)
+        if not units:
+            return rows
+        reached = F.col(WAS).isNull() | F.col(WAS).isin(*stages_from(self.name))
+        unscored = rows.where(alive() & ~reached).count()
+        if unscored:
+            raise ConfigError(
+                f"--redecide {run.source}: {unscored:,} rows the new thresholds keep never "
+                f"reached the {self.name} scorer in run {run.source} (no {self.name} scores): "
+                "run the filter job with these settings instead")
+        for unit in units:
+            rows = reject_where(rows, unit.failing(run.cfg, threshold), unit.stage, unit.rule)
+        return rows
+
+
+class Align(ScorerStage):
+    name, shows = "align", "word alignment"
+    section = "align"
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.align.enabled
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        cfg = run.cfg
+        with run.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
+            model_dir = choose_aligner(rows, cfg, AlignerStore(run.lake, cfg.pair), run.run_id)
+        log(f"word alignment scores (model {model_dir or 'none: all scores null'})")
+        return align_stage(rows, cfg, model_dir)
+
+
+class Embed(ScorerStage):
+    name, shows = "embed", "embeddings"
+    section = "embedding"
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.embedding.enabled
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        cfg = run.cfg
+        enc = cfg.embedding.chosen
+        log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
+        model = for_executors(run.spark, enc.model, f"{cfg.embedding.encoder} encoder")
+        return embed_stage(rows, cfg, model)
+
+
+class PairScore(ScorerStage):
+    name, shows = "pair_score", "pair_score"
+    section = "pair_score"
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.pair_score.enabled
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        log(f"pair_score (model {run.cfg.pair_score.model})")
+        return pair_score_stage(rows, run.cfg, run.lake)[0]
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        cut = run.pair_score_cut(rows)
+        if cut is not None and THRESHOLD_COLUMN in rows.columns:  # the threshold applied
+            rows = rows.withColumn(THRESHOLD_COLUMN, F.when(F.col("pair_score").isNotNull(), cut))
+        return self.decide_stored(run, rows, cut)
+
+
+class QuantileCuts(Stage):
+    """The worst share of rows by a stored score (jobs/filtering/quantile_cuts.py)."""
+
+    name, shows = "quantile", "quantile cuts"
+    materialised_input = True
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return bool(cfg.cuts.quantile)
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        return quantile_rules(cfg)
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        return apply_quantile_cuts(rows, run.cfg)
+
+    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        return apply_quantile_cuts(rows, run.cfg)  # over the rows the new decisions keep
+
+
+STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), Align(), Embed(),
+                             PairScore(), QuantileCuts())
+
+
+def stages_from(name: str) -> tuple[str, ...]:
+    """The names of the stages from `name` on: a row whose original reject_stage is one of
+    them had reached stage `name`."""
+    names = [s.name for s in STAGES]
+    return tuple(names[names.index(name):])
+
+
+def any_scorer(cfg: FilterConfig) -> bool:
+    return any(s.on(cfg) for s in STAGES if s.scorer)
+
+
+def rule_sequence(cfg: FilterConfig) -> list[tuple[str, str]]:
+    """(stage, rule) in the order rows meet them, for stats and the funnel."""
+    return [step for stage in STAGES for step in stage.rules(cfg)]

@@ -1,0 +1,56 @@
+"""Quantile cuts (jobs/filtering/quantile_cuts.py): the worst share of the scored, alive rows
+by a stored score is rejected, exactly, whatever the partitioning."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.filtering.config import load_config
+from jobs.filtering.quantile_cuts import apply_quantile_cuts
+from jobs.filtering.steps import rule_sequence
+from jobs.kit.errors import ConfigError
+
+
+def rows(spark, partitions: int):
+    """100 scored alive rows (coverage 0.00..0.99), 5 without a score, 5 already rejected."""
+    data = [(i, i / 100, i / 200, None, None) for i in range(100)]
+    data += [(100 + i, None, None, None, None) for i in range(5)]
+    data += [(200 + i, 0.0, 0.9, "langid", "langid_src") for i in range(5)]
+    schema = ("row_id long, align_coverage double, punct_share double, reject_stage string, "
+              "reject_rule string")
+    return spark.createDataFrame(data, schema).repartition(partitions)
+
+
+def fates(df) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r in df.select("row_id", F.coalesce("reject_rule", F.lit("kept")).alias("f")).collect():
+        out.setdefault(r.f, []).append(r.row_id)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("partitions", [1, 7])
+def test_the_worst_tenth_by_score_is_rejected_and_nothing_else(spark, partitions: int) -> None:
+    cfg = load_config(None, ["pair=zh-en", "cuts.quantile=[{score: align_coverage, drop: 0.1}]"])
+    got = fates(apply_quantile_cuts(rows(spark, partitions), cfg))
+    assert got["quantile_align_coverage"] == list(range(10))  # 0.00..0.09
+    assert got["langid_src"] == list(range(200, 205))  # rejected before: not re-judged
+    assert set(range(100, 105)) <= set(got["kept"])  # no score: passes
+    assert len(got["kept"]) == 95
+    assert ("quantile", "quantile_align_coverage") == rule_sequence(cfg)[-1]
+
+
+def test_a_score_where_more_is_worse_cuts_from_the_top_after_the_first_cut(spark) -> None:
+    cuts = ("[{score: align_coverage, drop: 0.1}, "
+            "{score: punct_share, drop: 0.2, worst: high}]")
+    cfg = load_config(None, ["pair=zh-en", f"cuts.quantile={cuts}"])
+    got = fates(apply_quantile_cuts(rows(spark, 3), cfg))
+    # The second cut's percentile is over the 90 rows the first kept (ids 10..99): the top
+    # 20% of their punct_share (ids 82..99 are above the 80th percentile, 81.2 of 90).
+    assert got["quantile_punct_share"] == list(range(82, 100))
+
+
+def test_a_cut_on_a_score_the_run_does_not_store_is_one_clear_error(spark) -> None:
+    cfg = load_config(None, ["pair=zh-en", "cuts.quantile=[{score: embed_cosine, drop: 0.1}]"])
+    with pytest.raises(ConfigError, match=r"cuts.quantile\[0\].score: 'embed_cosine' is not"):
+        apply_quantile_cuts(rows(spark, 2), cfg)
