@@ -19,9 +19,9 @@ NAMES = [stage.name for stage in STAGES]
 
 def test_the_funnel_order() -> None:
     assert NAMES == ["ingest", "normalize", "rules", "dedup", "align", "embed", "pair_score",
-                     "quantile"]
+                     "cut"]
     assert [s.name for s in STAGES if s.scorer] == ["align", "embed", "pair_score"]
-    assert stages_from("embed") == ("embed", "pair_score", "quantile")
+    assert stages_from("embed") == ("embed", "pair_score", "cut")
 
 
 def test_the_funnel_lists_each_stages_rules_in_stage_order() -> None:
@@ -86,8 +86,8 @@ class _Null:
 
 def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer() -> None:
     rows, seen = walk(FilterRun, {"align": True, "embed": False, "pair_score": True,
-                                  "quantile": False})
-    assert rows == [name for name in NAMES if name not in ("embed", "quantile")]
+                                  "cut": False})
+    assert rows == [name for name in NAMES if name not in ("embed", "cut")]
     assert seen == [
         "score ingest", "score normalize", "score rules", "score dedup",
         "show normalize+rules+dedup", "stage before_align", "score align",
@@ -98,7 +98,7 @@ def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer(
 
 def test_with_no_scorer_on_nothing_is_staged_between_stages() -> None:
     _, seen = walk(FilterRun, {"align": False, "embed": False, "pair_score": False,
-                               "quantile": False})
+                               "cut": False})
     assert not [s for s in seen if s.startswith("stage")]
 
 
@@ -108,7 +108,7 @@ def test_a_redecide_decides_every_stage_and_stages_once_before_the_scorers() -> 
     assert [s for s in seen if not s.startswith("show")] == [
         "decide ingest", "decide normalize", "decide rules", "decide dedup",
         "stage before_align", "decide align", "decide embed", "decide pair_score",
-        "decide quantile",
+        "decide cut",
     ]
 
 

@@ -217,21 +217,27 @@ class PairScoreConf(Strict):
     _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
 
 
-class QuantileCut(Strict):
-    """Reject the worst `drop` share of the rows a stored score was computed on (jobs/filtering/
-    quantile_cuts.py): "drop the 10% with the lowest align_coverage"."""
+class Cut(Strict):
+    """A decision on a stored score (jobs/filtering/cuts.py): the worst `drop` share of the
+    scored rows, or the rows outside [`min`, `max`]."""
 
-    score: str  # a score column the run stores (align_coverage, embed_cosine, a rule's score)
-    drop: float = Field(gt=0, lt=1)
-    worst: Literal["low", "high"] = "low"  # high for scores where more is worse (punct_share)
+    score: str  # a score column the run stores (align_fwd_logprob, lm_src, a rule's score)
+    drop: float | None = Field(None, gt=0, lt=1)
+    worst: Literal["low", "high"] = "low"  # with drop: high where more is worse (punct_share)
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def one_kind(self) -> Cut:
+        bounds = self.min is not None or self.max is not None
+        if (self.drop is None) == (not bounds):
+            raise ValueError(f"cut on {self.score}: give `drop` (a share) or `min`/`max` "
+                             "(bounds), not both or neither")
+        return self
 
     @property
     def rule(self) -> str:
-        return f"quantile_{self.score}"
-
-
-class CutsConf(Strict):
-    quantile: list[QuantileCut] = Field(default_factory=list)  # in order, after the scorers
+        return f"cut_{self.score}"
 
 
 class FilterConfig(JobConfig):
@@ -246,7 +252,7 @@ class FilterConfig(JobConfig):
     align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
     embedding: EmbeddingConf
     pair_score: PairScoreConf
-    cuts: CutsConf = CutsConf()
+    cuts: list[Cut] = Field(default_factory=list)  # after the pair scorers, in order
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: pair_form(v)))
 

@@ -59,7 +59,7 @@ JOB = "redecide"
 # Settings a re-decide may change: thresholds, rule order, dedup, turning a scorer off (and
 # where the lake is, how Spark runs). Anything else changes how scores are computed.
 DECISION_SETTINGS = (
-    "lake.*", "spark.*", "rules.*", "langid.*", "dedup.*", "cuts.*",
+    "lake.*", "spark.*", "rules.*", "langid.*", "dedup.*", "cuts",
     *[key for unit in SCORER_RULES for key in unit.decided_by],  # each scorer unit's own
 )
 SCORE_SETTINGS = (  # feed a score, not a decision

@@ -17,9 +17,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
+from jobs.filtering.cuts import apply_cuts, cut_rules
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, pair_score_stage
 from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
-from jobs.filtering.quantile_cuts import apply_quantile_cuts, quantile_rules
 from jobs.filtering.scorer_rules import scorer_rules
 from jobs.filtering.stages import (
     INGEST_ERRORS,
@@ -220,27 +220,27 @@ class PairScore(ScorerStage):
         return self.decide_stored(run, rows, cut)
 
 
-class QuantileCuts(Stage):
-    """The worst share of rows by a stored score (jobs/filtering/quantile_cuts.py)."""
+class Cuts(Stage):
+    """Decisions on any stored score: a share or bounds (jobs/filtering/cuts.py)."""
 
-    name, shows = "quantile", "quantile cuts"
-    materialised_input = True
+    name, shows = "cut", "cuts"
+    materialised_input = True  # a share's percentile is one more read
 
     def on(self, cfg: FilterConfig) -> bool:
-        return bool(cfg.cuts.quantile)
+        return bool(cfg.cuts)
 
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
-        return quantile_rules(cfg)
+        return cut_rules(cfg)
 
     def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
-        return apply_quantile_cuts(rows, run.cfg)
+        return apply_cuts(rows, run.cfg)
 
     def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
-        return apply_quantile_cuts(rows, run.cfg)  # over the rows the new decisions keep
+        return apply_cuts(rows, run.cfg)  # over the rows the new decisions keep
 
 
 STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), Align(), Embed(),
-                             PairScore(), QuantileCuts())
+                             PairScore(), Cuts())
 
 
 def stages_from(name: str) -> tuple[str, ...]:
