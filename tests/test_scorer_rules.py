@@ -16,7 +16,9 @@ def redecided(cfg) -> list[tuple[str, str]]:
     return [(u.stage, u.rule) for s in STAGES if s.scorer for u in scorer_rules(cfg, s.name)]
 
 
-ALL_ON = ["align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4",
+ALL_ON = ["lm.enabled=true", "lm.models={zh: zh.binlm, de: de.binlm, en: en.binlm}",
+          "lm.min_logprob=-4", "lm.min_logprob_by_lang={en: -3.5}",
+          "align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4",
           "pair_score.enabled=true"]
 
 
@@ -30,6 +32,7 @@ def test_funnel_redecide_and_report_read_the_same_units(spark, pair: str) -> Non
     found = scorer_thresholds(cfg, None)
     enc = cfg.embedding.chosen
     assert {col: t.value for col, t in found.items()} == {
+        "lm_src": -4.0, "lm_tgt": -3.5,  # en has its own
         "align_coverage": cfg.align.min_coverage_for(pair),
         "embed_cosine": enc.min_cosine_for(pair),
         "embed_margin": enc.min_margin,
@@ -59,7 +62,7 @@ def test_with_pair_score_deciding_alone_align_and_embedding_only_score(spark) ->
     assert [r for _, r in rule_sequence(alone)[-4:]][-1] == "pair_score"
     assert not {"align_coverage", "embed_cosine", "embed_margin"} & {
         r for _, r in rule_sequence(alone)}
-    assert [r for _, r in redecided(alone)] == ["pair_score"]
+    assert [r for _, r in redecided(alone)] == ["lm_src", "lm_tgt", "pair_score"]
     gated = load_config(None, [*ALL_ON, "pair_score.decides_alone=false"], {"pair": "de-en"})
     assert [r for _, r in redecided(gated)] == [u.rule for u in SCORER_RULES]
 
@@ -76,5 +79,5 @@ def test_a_run_stored_before_the_pair_score_settings_reads_as_it_ran(spark) -> N
                                                   "fit_min_rows")}}
     cfg = FilterConfig.model_validate(stored_filter_config(older))
     assert not cfg.pair_score.decides_alone and not cfg.pair_score.fit_to_run
-    assert [r for _, r in rule_sequence(cfg)][-4:] == [u.rule for u in SCORER_RULES]
+    assert [r for _, r in rule_sequence(cfg)][-6:] == [u.rule for u in SCORER_RULES]
     assert stored_filter_config(today) == today  # a run that stored them keeps its own

@@ -18,9 +18,9 @@ NAMES = [stage.name for stage in STAGES]
 
 
 def test_the_funnel_order() -> None:
-    assert NAMES == ["ingest", "normalize", "rules", "dedup", "align", "embed", "pair_score",
-                     "cut"]
-    assert [s.name for s in STAGES if s.scorer] == ["align", "embed", "pair_score"]
+    assert NAMES == ["ingest", "normalize", "rules", "dedup", "lm", "align", "embed",
+                     "pair_score", "cut"]
+    assert [s.name for s in STAGES if s.scorer] == ["lm", "align", "embed", "pair_score"]
     assert stages_from("embed") == ("embed", "pair_score", "cut")
 
 
@@ -85,9 +85,9 @@ class _Null:
 
 
 def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer() -> None:
-    rows, seen = walk(FilterRun, {"align": True, "embed": False, "pair_score": True,
-                                  "cut": False})
-    assert rows == [name for name in NAMES if name not in ("embed", "cut")]
+    rows, seen = walk(FilterRun, {"lm": False, "align": True, "embed": False,
+                                  "pair_score": True, "cut": False})
+    assert rows == [name for name in NAMES if name not in ("lm", "embed", "cut")]
     assert seen == [
         "score ingest", "score normalize", "score rules", "score dedup",
         "show normalize+rules+dedup", "stage before_align", "score align",
@@ -97,14 +97,15 @@ def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer(
 
 
 def test_with_no_scorer_on_nothing_is_staged_between_stages() -> None:
-    _, seen = walk(FilterRun, {"align": False, "embed": False, "pair_score": False,
-                               "cut": False})
+    _, seen = walk(FilterRun, {"lm": False, "align": False, "embed": False,
+                               "pair_score": False, "cut": False})
     assert not [s for s in seen if s.startswith("stage")]
 
 
 def test_a_redecide_decides_every_stage_and_stages_once_before_the_scorers() -> None:
-    rows, seen = walk(RedecideRun, {"align": True, "embed": True, "pair_score": True})
-    assert rows == NAMES
+    rows, seen = walk(RedecideRun, {"lm": False, "align": True, "embed": True,
+                                    "pair_score": True})
+    assert rows == [name for name in NAMES if name != "lm"]
     assert [s for s in seen if not s.startswith("show")] == [
         "decide ingest", "decide normalize", "decide rules", "decide dedup",
         "stage before_align", "decide align", "decide embed", "decide pair_score",
@@ -115,5 +116,6 @@ def test_a_redecide_decides_every_stage_and_stages_once_before_the_scorers() -> 
 @pytest.mark.parametrize("stage", [s for s in STAGES if s.scorer], ids=lambda s: s.name)
 def test_each_scorer_is_turned_on_by_its_own_section(stage: Any) -> None:
     off = load_config(None, ["pair=zh-en"])
-    on = load_config(None, ["pair=zh-en", f"{stage.section}.enabled=true"])
+    models = ["lm.models={zh: zh.binlm, en: en.binlm}"] if stage.section == "lm" else []
+    on = load_config(None, ["pair=zh-en", f"{stage.section}.enabled=true", *models])
     assert not stage.on(off) and stage.on(on)

@@ -120,6 +120,18 @@ RulesConf = with_rule_settings(RulesConfBase, "rules")
 LangidConf = with_rule_settings(LangidConfBase, "langid")
 
 
+class LmConf(Strict):
+    """An n-gram LM's score of each side (udfs/side_lm.py): mean log10 probability per token."""
+
+    enabled: bool = False
+    models: dict[str, str] = Field(default_factory=dict)  # language -> KenLM model path
+    min_logprob: float | None = None  # a side under it is rejected; None: scored only
+    min_logprob_by_lang: dict[str, float] = Field(default_factory=dict)
+
+    def min_for(self, lang: str) -> float | None:
+        return self.min_logprob_by_lang.get(lang, self.min_logprob)
+
+
 class AlignConf(Strict):
     """Word-alignment scoring (udfs/align.py): an aligner saved in the lake's model store
     (`reference`), else one trained on a sample of the run's clean pairs
@@ -249,6 +261,7 @@ class FilterConfig(JobConfig):
     dedup: DedupConf = DedupConf()
     rules: RulesConf
     langid: LangidConf
+    lm: LmConf = LmConf()
     align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
     embedding: EmbeddingConf
     pair_score: PairScoreConf
@@ -273,6 +286,16 @@ class FilterConfig(JobConfig):
                 raise ValueError(
                     f"langid.backend_by_lang.{lang}: {backend} does not know {lang!r}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def lm_models(self) -> FilterConfig:
+        """With the LM scorer on, each language of the run has its model."""
+        langs = [self.lang] if self.lang else self.pair.split("-") if self.pair else []
+        missing = [lang for lang in langs if lang not in self.lm.models]
+        if self.lm.enabled and missing:
+            raise ValueError(f"lm.models: no model for {', '.join(missing)}: give a KenLM model "
+                             "of each side's language (python jobs/train_lm.py)")
         return self
 
     @model_validator(mode="after")

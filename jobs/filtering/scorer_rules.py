@@ -72,12 +72,29 @@ def _gates(cfg: FilterConfig) -> bool:
     return not (cfg.pair_score.enabled and cfg.pair_score.decides_alone)
 
 
+def _lm(side: int) -> Callable[[FilterConfig], Setting]:
+    def setting(cfg: FilterConfig) -> Setting:
+        lang = cfg.langs[side]
+        by_lang = f"lm.min_logprob_by_lang.{lang}" if lang in cfg.lm.min_logprob_by_lang else ""
+        return by_lang or "lm.min_logprob", cfg.lm.min_for(lang)
+
+    return setting
+
+
+def _lm_applies(side: int) -> Callable[[FilterConfig], bool]:
+    return lambda cfg: (cfg.lm.enabled and not (side == 1 and cfg.mono)
+                        and _lm(side)(cfg)[1] is not None)
+
+
 def _pair_score(cfg: FilterConfig) -> Setting:
     return "pair_score.min_score", cfg.pair_score.min_score
 
 
 # In the order rows meet them: the cheapest scorer first, the learned score last.
+LM_DECIDED_BY = ("lm.enabled", "lm.min_logprob", "lm.min_logprob_by_lang*")
 SCORER_RULES: tuple[ScorerRule, ...] = (
+    ScorerRule("lm", "lm", "lm_src", "lm_src", _lm_applies(0), _lm(0), LM_DECIDED_BY),
+    ScorerRule("lm", "lm", "lm_tgt", "lm_tgt", _lm_applies(1), _lm(1), LM_DECIDED_BY),
     ScorerRule("align", "align", "align_coverage", "align_coverage",
                lambda cfg: cfg.align.enabled and _gates(cfg), _align,
                ("align.enabled", "align.min_coverage", "align.min_coverage_by_pair*")),

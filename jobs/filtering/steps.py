@@ -172,6 +172,30 @@ class ScorerStage(Stage):
         return rows
 
 
+class Lm(ScorerStage):
+    """An n-gram LM's score of each side (udfs/side_lm.py): the cheapest scorer, first."""
+
+    name, shows = "lm", "LM scores"
+    section = "lm"
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.lm.enabled
+
+    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+        from udfs.side_lm import add_lm_scores
+
+        cfg = run.cfg
+        models = {side: (lang, for_executors(run.spark, cfg.lm.models[lang],
+                                             f"lm.models.{lang}"))
+                  for side, lang in cfg.sides}
+        log("LM scores: " + ", ".join(f"{side} {lang} {cfg.lm.models[lang]}"
+                                      for side, lang in cfg.sides))
+        rows = add_lm_scores(rows, models, alive())
+        for unit in scorer_rules(cfg, self.name):
+            rows = reject_where(rows, unit.failing(cfg), unit.stage, unit.rule)
+        return rows
+
+
 class Align(ScorerStage):
     name, shows = "align", "word alignment"
     section = "align"
@@ -239,7 +263,7 @@ class Cuts(Stage):
         return apply_cuts(rows, run.cfg)  # over the rows the new decisions keep
 
 
-STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), Align(), Embed(),
+STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), Lm(), Align(), Embed(),
                              PairScore(), Cuts())
 
 
