@@ -241,3 +241,24 @@ def test_format_table_reads_a_view(spark, tmp_path: Path) -> None:
                        "zh-en", 100_000).collect()
     assert all(r.file.endswith(".parquet") for r in table) and len(table) == 6
     assert os.path.isdir(tmp_path / "db")
+
+
+# -- 9. monolingual text out of a bitext side (HW-TSC WMT21: mono from the bitext's target) ------
+def test_a_monolingual_run_reads_one_side_of_a_bitext_table(spark, tmp_path: Path) -> None:
+    db = "surfaces_side"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {db} LOCATION '{tmp_path / 'db'}'")
+    rows = [(zh, en, "zh-en", 0.9, i) for i, (zh, en) in enumerate(PAIRS)]
+    spark.createDataFrame(rows, "src string, tgt string, pair string, embed_cosine double, "
+                          "row_id long").write.mode("overwrite").saveAsTable(f"{db}.clean")
+    inp = InputConf(corpus="zh-side", paths=[f"{db}.clean"], format="table", side="src",
+                    where="pair = 'zh-en'")
+    got = read_input(spark, inp, "zh", 100_000, mono=True).collect()
+    assert sorted(r.src for r in got) == sorted(zh for zh, _ in PAIRS)
+    assert all(r.tgt is None for r in got)
+    # Where each line came from stays with it; the other side and the scores do not.
+    assert all('"pair":"zh-en"' in r.extra[0] and "embed_cosine" not in r.extra[0]
+               and "tgt" not in r.extra[0] for r in got)
+    with pytest.raises(InputError, match="`side: src` reads monolingual text out of bitext"):
+        read_input(spark, inp, "zh-en", 100_000)
+    with pytest.raises(ValueError, match="`side` reads one column of a table or Parquet"):
+        InputConf(corpus="c", paths=["a.tsv"], side="tgt")

@@ -183,11 +183,17 @@ class InputConf(Strict):
     # text: one sentence a line (monolingual); table: a lake table with src/tgt columns
     format: Literal["auto", "tsv", "moses", "parquet", "text", "table"] = "auto"
     where: str | None = None  # format `table`: a SQL filter, e.g. "run_id = '2026...'"
+    # Monolingual text out of a bitext table or Parquet data: the side whose column is read
+    # as the text (HW-TSC WMT21 takes monolingual text from the bitext's target side).
+    side: Literal["src", "tgt"] | None = None
 
     @model_validator(mode="after")
     def where_needs_a_table(self) -> InputConf:
         if self.where is not None and self.format != "table":
             raise ValueError(f"corpus {self.corpus}: `where` filters a table (format: table)")
+        if self.side is not None and self.format not in ("table", "parquet"):
+            raise ValueError(f"corpus {self.corpus}: `side` reads one column of a table or "
+                             "Parquet data (format: table or parquet)")
         return self
 
     @field_validator("corpus")

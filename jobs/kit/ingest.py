@@ -67,7 +67,12 @@ def read_input(
     if fmt not in allowed:
         kind = "monolingual" if mono else "bitext"
         raise InputError(f"corpus {inp.corpus}: format {fmt!r} is not for {kind}; use {allowed}")
-    columns = ("text",) if mono else ("src", "tgt")
+    if inp.side and not mono:
+        raise InputError(f"corpus {inp.corpus}: `side: {inp.side}` reads monolingual text out "
+                         "of bitext: use it in a monolingual run (--lang)")
+    columns = (inp.side or "text",) if mono else ("src", "tgt")
+    # A side of bitext keeps where it came from (pair, run, row), not the other side's columns.
+    extra = ["pair", "corpus", "run_id", "row_id"] if inp.side else None
     reads: dict[str, str | list[str]] = {}
     if fmt in ("tsv", "moses", "text"):
         for path in inp.paths:  # every file of the corpus, before Spark reads any of them
@@ -78,10 +83,10 @@ def read_input(
         rows = read_moses(spark, reads[inp.paths[0]], reads[inp.paths[1]], max_line_chars)
     elif fmt == "parquet":
         parquet = open_parquet(spark, inp.paths, follow_symlinks)
-        rows = read_columns(parquet, columns, f"Parquet {inp.paths}")
+        rows = read_columns(parquet, columns, f"Parquet {inp.paths}", extra_columns=extra)
     elif fmt == "table":
         table, provenance = open_table(spark, inp)
-        rows = read_columns(table, columns, f"table {inp.paths[0]}", provenance)
+        rows = read_columns(table, columns, f"table {inp.paths[0]}", provenance, extra)
     elif fmt == "text":
         rows = union_all([read_text(spark, reads[p], max_line_chars) for p in inp.paths])
     else:
@@ -495,15 +500,17 @@ def open_table(spark: SparkSession, inp: InputConf) -> tuple[DataFrame, tuple[Co
 
 
 def read_columns(df: DataFrame, columns: tuple[str, ...], what: str,
-                 provenance: tuple[Column, Column] | None = None) -> DataFrame:
+                 provenance: tuple[Column, Column] | None = None,
+                 extra_columns: list[str] | None = None) -> DataFrame:
     """String columns `src`/`tgt` (bitext) or `text` (monolingual) of Parquet data; the other
     columns are kept as one JSON object in `extra` (provenance, e.g. a synthetic pair's
-    method and model). `provenance`: the rows' (file, line), by default their Parquet file
-    and row number in it."""
+    method and model; `extra_columns`: only those of them). `provenance`: the rows' (file,
+    line), by default their Parquet file and row number in it."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(f"{what} lacks column(s) {missing}; has {df.columns}")
-    others = [c for c in df.columns if c not in columns]
+    others = [c for c in df.columns if c not in columns
+              and (extra_columns is None or c in extra_columns)]
     extra = F.array(F.to_json(F.struct(*others))) if others else F.array().cast("array<string>")
     src, tgt = (columns[0], None) if len(columns) == 1 else columns
     file, line = provenance or (F.col("_metadata.file_path"), F.col("_metadata.row_index") + 1)
