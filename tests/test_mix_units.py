@@ -143,6 +143,11 @@ def test_bad_configs_are_one_line_errors(tmp_path: Path, capsys) -> None:
         "sources: [{name: a, direction: zh-en}]\n": "give `table` or `eval_set`",
         "sources: [{name: a, table: t, direction: zhen}]\n": "must look like",
         "stages: {column: x, quantiles: [0.5, 0.2]}\n": "rising",
+        "stages: {column: x, quantiles: [0, 0.5], floors: [null, 0.8]}\n": "not both",
+        "stages: {column: x, floors: [null, 0.8], directions: [null]}\n":
+            "one entry a stage (2 stages): directions has 1",
+        "sources: [{name: a, table: t, direction: zh-en}]\n"
+        "stages: {directions: [null, [ru-zh]]}\n": "ru-zh is not one of the mixture's",
         "synthetic_share: 0.3\nsources: [{name: b, table: synthetic, direction: zh-en}]\n":
             "needs a natural source",
         "sources: [{name: a, table: t, direction: zh-en, weight: 1}, "
@@ -220,6 +225,27 @@ def test_stage_thresholds_are_exact_quantiles_and_nested(spark) -> None:
     assert stages[2] <= stages[1] <= stages[0] and len(stages[2]) < len(stages[1])
     again = thresholds(pool.repartition(5, "tgt"), "direction", "score", quantiles)
     assert again == cut
+
+
+def test_stages_by_absolute_floors_with_their_own_directions(spark, tmp_path: Path) -> None:
+    """HW-TSC WMT21 triangular's curriculum: every row, then the rows scoring over a floor
+    (a lower one for one direction), then those of one direction only."""
+    cfg = mix_config(tmp_path, SOURCES + "stages: {column: score, floors: [null, 0.8, 0.8], "
+                     "floors_by_direction: {ru-en: [null, 0.7, 0.7]}, "
+                     "directions: [null, null, [ru-en]]}\n")
+    drawn = spark.createDataFrame(pool_rows(), POOL).withColumn("copy", F.lit(0))
+    run = job.MixRun.__new__(job.MixRun)  # only the stages are under test: no lake
+    run.cfg, run.name, run.run_id = cfg, "t", "r1"
+    got: dict[int, set] = {}
+    for r in run.stages(drawn).select("stage", "direction", "row_id").collect():
+        got.setdefault(r.stage, set()).add((r.direction, r.row_id))
+    want = {d: {(d, i) for i, (a, b) in enumerate(p, 1)
+                if ratio(a, b) >= (0.7 if d == "ru-en" else 0.8)}
+            for d, p in directions().items()}
+    assert got[1] == {(d, i) for d, p in directions().items() for i in range(1, len(p) + 1)}
+    assert got[2] == want["zh-en"] | want["ru-en"] | want["en-zh"]
+    assert got[3] == want["ru-en"] and got[3] < got[2] < got[1]
+    assert cfg.stage_numbers() == [1, 2, 3]
 
 
 # -- tags ----------------------------------------------------------------------------------

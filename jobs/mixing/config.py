@@ -71,21 +71,50 @@ class TagsConf(Strict):
 
 
 class StagesConf(Strict):
-    """A denoising curriculum: stage k keeps the mixture's rows whose `column` is at or above
-    its `quantiles[k-1]` (rising, so every stage is inside the one before)."""
+    """A denoising curriculum. Stage k keeps the mixture's rows whose `column` is at or above
+    its `quantiles[k-1]` (rising, so every stage is inside the one before), or at or above
+    the absolute `floors[k-1]` (per direction in `floors_by_direction`; null: every row); and
+    of those only its `directions[k-1]` and `sources[k-1]` where given (null: all). HW-TSC
+    WMT21 triangular: all rule-filtered data in three directions, then LaBSE-clean data, then
+    LaBSE-clean ru-zh only."""
 
     column: str | None
     quantiles: list[float]
     per: Literal["direction", "mixture"]  # where quantiles are taken
     unscored: Literal["keep", "drop"]  # rows without the column (e.g. synthetic ones)
+    floors: list[float | None] = Field(default_factory=list)
+    floors_by_direction: dict[str, list[float | None]] = Field(default_factory=dict)
+    directions: list[list[str] | None] = Field(default_factory=list)
+    sources: list[list[str] | None] = Field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many stages: the length of the lists that define them (all agree), else 1."""
+        lists = [self.quantiles, self.floors, *self.floors_by_direction.values(),
+                 self.directions, self.sources]
+        return max([1, *map(len, lists)])
+
+    @property
+    def scored(self) -> bool:
+        """Whether a stage keeps rows by `column`."""
+        return bool(self.quantiles or self.floors or self.floors_by_direction)
 
     @model_validator(mode="after")
     def rising(self) -> StagesConf:
         q = self.quantiles
         if any(not 0 <= x < 1 for x in q) or any(b < a for a, b in zip(q, q[1:], strict=False)):
             raise ValueError(f"stages.quantiles {q}: need rising values in [0, 1)")
-        if q and not self.column:
-            raise ValueError("stages.quantiles need stages.column (e.g. embed_cosine)")
+        if q and (self.floors or self.floors_by_direction):
+            raise ValueError("stages: quantiles or floors, not both")
+        if self.scored and not self.column:
+            raise ValueError("stages.quantiles/floors need stages.column (e.g. embed_cosine)")
+        named = {"quantiles": q, "floors": self.floors, "directions": self.directions,
+                 "sources": self.sources,
+                 **{f"floors_by_direction.{d}": v for d, v in self.floors_by_direction.items()}}
+        wrong = [f"{k} has {len(v)}" for k, v in named.items() if v and len(v) != self.count]
+        if wrong:
+            raise ValueError(f"stages: every list needs one entry a stage ({self.count} "
+                             f"stages): {', '.join(wrong)}")
         return self
 
 
@@ -177,7 +206,20 @@ class MixConfig(JobConfig):
         return name if "." in name else f"{self.lake.database}.{name}"
 
     def stage_numbers(self) -> list[int]:
-        return list(range(1, max(1, len(self.stages.quantiles)) + 1))
+        return list(range(1, self.stages.count + 1))
+
+    @model_validator(mode="after")
+    def stage_names_known(self) -> MixConfig:
+        """A stage's directions and sources are the mixture's own."""
+        known = {"directions": {s.direction for s in self.sources},
+                 "sources": {s.name for s in self.sources}}
+        for what, names in known.items():
+            for k, chosen in enumerate(getattr(self.stages, what), 1):
+                unknown = sorted(set(chosen or []) - names)
+                if unknown:
+                    raise ValueError(f"stages.{what}[{k - 1}]: {', '.join(unknown)} is not "
+                                     f"one of the mixture's {what} ({', '.join(sorted(names))})")
+        return self
 
 
 def load_mix_config(path: str | Path | None = None, overrides: list[str] | None = None,

@@ -261,7 +261,7 @@ class MixRun:
     def pool(self) -> DataFrame:
         frames = [self.source_rows(s) for s in self.cfg.sources]
         st = self.cfg.stages
-        if st.quantiles and not self.scored:
+        if st.scored and not self.scored:
             raise InputError(f"stages.column {st.column!r}: no source's table has it, so "
                              "every stage would hold every row")
         return union_all(frames)
@@ -385,30 +385,44 @@ class MixRun:
         return drawn.where(~to_noise).select(*columns).unionByName(noised)
 
     def stages(self, drawn: DataFrame) -> DataFrame:
-        """The rows of each stage: stage k keeps scores at or above quantile k (per direction
-        or over the mixture); without quantiles one stage holds every row."""
+        """The rows of each stage (jobs/mixing/config.py `StagesConf`): by a quantile of the
+        score (per direction or over the mixture) or an absolute floor, and the stage's own
+        directions and sources; with nothing set one stage holds every row."""
         st = self.cfg.stages
         base = drawn.withColumn("mixture", F.lit(self.name)).withColumn(
             "run_id", F.lit(self.run_id))
-        if not st.quantiles:
-            return base.withColumn("stage", F.lit(1)).drop("_key")
         group = F.col("direction") if st.per == "direction" else F.lit("all")
-        distinct = drawn.where(F.col("copy") == 0).withColumn("_g", group)  # each row once
-        cut = thresholds(distinct, "_g", "score", st.quantiles)
-        for g, values in sorted(cut.items()):
+        floors = self.stage_floors(drawn, group) if st.scored else {}
+        frames = []
+        for k in range(st.count):
+            keep = F.lit(True)
+            if floors:
+                lookup = F.create_map(*[x for g, values in floors.items()
+                                        for x in (F.lit(g), F.lit(values[k]).cast("double"))])
+                floor = lookup[group if st.quantiles else F.col("direction")]
+                scored = F.coalesce(floor.isNull() | (F.col("score") >= floor), F.lit(False))
+                keep = scored | F.col("score").isNull() if st.unscored == "keep" else \
+                    scored & F.col("score").isNotNull()
+            for column, chosen in (("direction", st.directions), ("source", st.sources)):
+                if chosen and chosen[k] is not None:
+                    keep = keep & F.col(column).isin(*chosen[k])
+            frames.append(base.where(keep).withColumn("stage", F.lit(k + 1)))
+        return union_all(frames).drop("_key")
+
+    def stage_floors(self, drawn: DataFrame, group: Column) -> dict[str, list[float | None]]:
+        """Each group's floor of the score in each stage (None: no floor), logged."""
+        st = self.cfg.stages
+        if st.quantiles:
+            distinct = drawn.where(F.col("copy") == 0).withColumn("_g", group)  # each row once
+            floors = thresholds(distinct, "_g", "score", st.quantiles)
+        else:  # absolute: one list, or per direction over it
+            directions = sorted({s.direction for s in self.cfg.sources})
+            default = st.floors or [None] * st.count
+            floors = {d: st.floors_by_direction.get(d, default) for d in directions}
+        for g, values in sorted(floors.items()):
             shown = ", ".join("-" if v is None else f"{v:.4g}" for v in values)
             log(f"stages of {g}: {st.column} >= {shown}")
-        frames = []
-        for k, _ in enumerate(st.quantiles):
-            lookup = F.create_map(*[x for g, values in cut.items()
-                                    for x in (F.lit(g), F.lit(values[k]).cast("double"))])
-            floor = lookup[group] if cut else F.lit(None).cast("double")
-            keep = F.col("score") >= floor
-            if st.unscored == "keep":
-                keep = keep | F.col("score").isNull()
-            frames.append(base.where(F.coalesce(keep, F.lit(False)))
-                          .withColumn("stage", F.lit(k + 1)))
-        return union_all(frames).drop("_key")
+        return floors
 
     def stats(self, result: DataFrame, facts: dict[str, dict], plans: dict[str, Plan],
               counts: dict[str, tuple[int, int]]) -> DataFrame:
