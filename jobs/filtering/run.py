@@ -52,6 +52,9 @@ class FilterRun:
     def read_inputs(self) -> DataFrame:
         frames = []
         for inp in self.cfg.inputs:
+            if inp.format == "table" and inp.paths and "." not in inp.paths[0]:
+                # a table of the lake's own database (bitext_clean), as a mixture names it
+                inp = inp.model_copy(update={"paths": [self.lake.qualified(inp.paths[0])]})
             log(f"reading {inp.corpus}: {' '.join(inp.paths)}")
             frames.append(
                 read_input(self.spark, inp, self.cfg.key, self.cfg.ingest.max_line_chars,

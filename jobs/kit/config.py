@@ -179,7 +179,8 @@ class SparkConf(Strict):
 
 class InputConf(Strict):
     corpus: str
-    paths: list[str]  # files, or for format `table` one catalog table (db.table)
+    # Files, or for format `table` one table: db.table, or a table of the lake (bitext_clean).
+    paths: list[str]
     # text: one sentence a line (monolingual); table: a lake table with src/tgt columns
     format: Literal["auto", "tsv", "moses", "parquet", "text", "table"] = "auto"
     where: str | None = None  # format `table`: a SQL filter, e.g. "run_id = '2026...'"
