@@ -24,10 +24,10 @@ from jobs.filtering.stages import (
     first_failure,
     normalize_and_analyze,
     rule_failures,
-    rule_sequence,
     score_and_decide,
     score_columns,
 )
+from jobs.filtering.steps import rule_sequence
 from jobs.kit.errors import ConfigError
 from udfs.rules import RULE_NAMES, RULES, settings
 from udfs.sides import SideOptions, side_analyzer

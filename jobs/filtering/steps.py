@@ -11,13 +11,15 @@ scorer is one `ScorerStage` here plus its decisions in jobs/filtering/scorer_rul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.cuts import apply_cuts, cut_rules
+from jobs.filtering.layout import Layout
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, pair_score_stage
 from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
 from jobs.filtering.scorer_rules import scorer_rules
@@ -34,10 +36,30 @@ from jobs.filtering.stages import (
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, for_executors
+from jobs.lake.store import Lake
 from udfs import rules as registry
 
-if TYPE_CHECKING:
-    from jobs.filtering.run import FilterRun
+
+class Run(Protocol):
+    """What a stage uses of the run it is part of (jobs/filtering/run.py `FilterRun`, and the
+    re-decide's and refresh's runs built on it)."""
+
+    spark: SparkSession
+    lake: Lake
+    cfg: FilterConfig
+    run_id: str
+    layout: Layout
+    source_cols: list[str]
+    source: str  # a re-decide's source run
+    ingested: DataFrame
+
+    def staged(self, df: DataFrame, name: str,
+               partition_cols: list[str] | None = None) -> DataFrame: ...
+    def stage(self, name: str) -> AbstractContextManager[None]: ...
+    def partitions(self) -> int: ...
+    def deduplicate(self, rows: DataFrame) -> DataFrame: ...
+    def pair_score_cut(self, rows: DataFrame) -> Column | None: ...
+
 
 # The original run's reject_stage, carried while a re-decide decides (dropped at the end).
 WAS = "_was_stage"
@@ -61,11 +83,11 @@ class Stage:
     def on(self, cfg: FilterConfig) -> bool:
         return True
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         """Compute what the stage computes and reject rows by it."""
         return rows
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         """Reject rows by the scores the source run stored (nothing is computed again)."""
         return rows
 
@@ -77,7 +99,7 @@ class Ingest(Stage):
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
         return [("ingest", e) for e in INGEST_ERRORS]  # jobs/kit/ingest.py
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         """The input rows, staged as the run's raw table (read back: later steps start there)."""
         lay = run.layout
         with run.stage(f"ingest into {lay.raw}"):
@@ -86,7 +108,7 @@ class Ingest(Stage):
             run.ingested = lay.inward(run.staged(lay.outward(spread), lay.raw, parts))
         return run.ingested
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         """Rows rejected at ingest keep their fate; the stored rows are the rows in."""
         run.ingested = rows
         return rows.withColumn(WAS, F.col("reject_stage"))
@@ -95,7 +117,7 @@ class Ingest(Stage):
 class Normalize(Stage):
     name, shows = "normalize", "normalize"
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         langid = for_executors(run.spark, run.cfg.langid.model, "fastText language-ID model")
         return normalize_and_analyze(rows, run.cfg, langid)
 
@@ -111,10 +133,10 @@ class Rules(Stage):
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
         return [(rule.stage, rule.name) for rule in cfg.rules_run]
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         return score_and_decide(rows, run.cfg)
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         ingest = F.col(WAS).eqNullSafe("ingest")
         rule = F.when(ingest, F.col("reject_rule")).otherwise(first_failure(run.cfg))
         stage_of = F.create_map(*[F.lit(x) for r in registry.RULES for x in (r.name, r.stage)])
@@ -128,10 +150,10 @@ class Dedup(Stage):
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
         return [("dedup", rule) for rule in dedup_rules(cfg)]
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         return run.deduplicate(rows)  # a refresh dedups against the whole lake
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         # Again: a row re-admitted by a looser rule may duplicate another, and a duplicate of
         # a now-rejected row may now survive, so the result equals a full run's.
         return dedup(rows, run.cfg)
@@ -148,10 +170,10 @@ class ScorerStage(Stage):
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
         return [(u.stage, u.rule) for u in scorer_rules(cfg, self.name)]
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         return self.decide_stored(run, rows)
 
-    def decide_stored(self, run: FilterRun, rows: DataFrame,
+    def decide_stored(self, run: Run, rows: DataFrame,
                       threshold: Column | None = None) -> DataFrame:
         """Its units' decisions by the stored scores (`threshold`: a column in place of the
         setting's value). A row alive here that the source run never sent to this scorer has
@@ -181,7 +203,7 @@ class Lm(ScorerStage):
     def on(self, cfg: FilterConfig) -> bool:
         return cfg.lm.enabled
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         from udfs.side_lm import add_lm_scores
 
         cfg = run.cfg
@@ -203,7 +225,7 @@ class Align(ScorerStage):
     def on(self, cfg: FilterConfig) -> bool:
         return cfg.align.enabled
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         cfg = run.cfg
         with run.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
             model_dir = choose_aligner(rows, cfg, AlignerStore(run.lake, cfg.pair), run.run_id)
@@ -218,7 +240,7 @@ class Embed(ScorerStage):
     def on(self, cfg: FilterConfig) -> bool:
         return cfg.embedding.enabled
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         cfg = run.cfg
         enc = cfg.embedding.chosen
         log(f"embedding similarity ({cfg.embedding.encoder}: {enc.backend} {enc.model})")
@@ -233,11 +255,11 @@ class PairScore(ScorerStage):
     def on(self, cfg: FilterConfig) -> bool:
         return cfg.pair_score.enabled
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         log(f"pair_score (model {run.cfg.pair_score.model})")
         return pair_score_stage(rows, run.cfg, run.lake)[0]
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         cut = run.pair_score_cut(rows)
         if cut is not None and THRESHOLD_COLUMN in rows.columns:  # the threshold applied
             rows = rows.withColumn(THRESHOLD_COLUMN, F.when(F.col("pair_score").isNotNull(), cut))
@@ -256,10 +278,10 @@ class Cuts(Stage):
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
         return cut_rules(cfg)
 
-    def score(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
         return apply_cuts(rows, run.cfg)
 
-    def decide(self, run: FilterRun, rows: DataFrame) -> DataFrame:
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         return apply_cuts(rows, run.cfg)  # over the rows the new decisions keep
 
 
