@@ -18,6 +18,7 @@ from jobs.mixing.config import load_mix_config
 from jobs.mixing.job import main as mix_main
 from jobs.selection.config import load_select_config
 from jobs.train_lm import main as train_lm_main
+from jobs.translation.config import load_translate_config
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPES = REPO / "conf" / "recipes"
@@ -50,6 +51,9 @@ def test_every_recipe_file_is_a_valid_config_of_its_job(path: Path) -> None:
     elif path.stem.startswith("select"):
         lang = [] if re.search(r"^(pair|lang):", text, re.M) else ["lang=jv"]
         load_select_config(path, lang)
+    elif path.stem == "distill":
+        stream = load_translate_config(path).streams[0]
+        assert stream.reference.column and stream.reference.min_bleu == 28
     else:
         assert path.stem == "mix"
         load_mix_config(path)

@@ -95,6 +95,42 @@ def test_a_converted_third_party_model_through_the_job(spark, lake: Path, marian
     assert decoded.where("hypothesis IS NULL OR hypothesis = ''").count() == 0
 
 
+def test_distilled_pairs_are_scored_against_their_reference_and_cut(
+        spark, lake: Path, tiny_multi_ct2: Path, data_dir: Path, tmp_path: Path) -> None:
+    """DiDi WMT20's distillation filter: a bitext's English side translated by a teacher, the
+    output's sentence-BLEU against the bitext's own Chinese stored, and pairs under the floor
+    rejected (`ref_bleu`). The tiny model translates poorly: many fall under 10."""
+    import sacrebleu
+
+    zh = (data_dir / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines()[:60]
+    en = (data_dir / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:60]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{a}\t{b}\n" for a, b in zip(zh, en, strict=True)),
+                   encoding="utf-8")
+    assert filter_job.main(["--pair", "zh-en", "--corpus", "kd", "--input", str(tsv),
+                            "--lake", str(lake), "--set", f"lake.database={DB}"]) == 0
+    conf = tmp_path / "kd.yaml"
+    conf.write_text(
+        f"lake: {{root: {lake}, database: {DB}}}\nstreams:\n"
+        f"  - {{name: kd, model: {tiny_multi_ct2}, direction: en-zh, method: greedy, role: "
+        "forward, input: {table: bitext_clean, column: tgt}, "
+        "reference: {column: src, min_bleu: 10}}\n", encoding="utf-8")
+    assert translate.main(["--config", str(conf), "--run-id", "kd"]) == 0
+    kept = spark.sql(f"SELECT tgt, reference, ref_bleu, ref_chrf FROM {DB}.synthetic "
+                     "WHERE run_id = 'kd'").collect()
+    cut = spark.sql(f"SELECT tgt, reference, ref_bleu FROM {DB}.synthetic_rejected "
+                    "WHERE run_id = 'kd' AND reject_reason = 'ref_bleu'").collect()
+    assert kept and cut
+    assert all(r.ref_bleu >= 10 for r in kept) and all(r.ref_bleu < 10 for r in cut)
+    for r in kept[:5]:  # stored as sacrebleu scores them
+        assert r.ref_bleu == pytest.approx(
+            sacrebleu.sentence_bleu(r.tgt, [r.reference], tokenize="zh").score)
+        assert r.reference in zh
+    [stats] = spark.sql(f"SELECT selected, synthetic, rejected_by FROM {DB}.translate_stats "
+                        "WHERE run_id = 'kd'").collect()
+    assert stats.rejected_by["ref_bleu"] == len(cut) and stats.synthetic == len(kept)
+
+
 def test_first_by_hash_takes_exactly_the_quota_stably(spark) -> None:
     from jobs.kit.sampling import first_by_hash
 

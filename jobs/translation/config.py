@@ -46,7 +46,7 @@ class NoiseConf(Strict):
 class InputConf(Strict):
     """Which sentences a stream translates: a lake table (monolingual by default)."""
 
-    table: str | None = None  # default: <lake.database>.mono_clean
+    table: str | None = None  # db.table or the lake's own (bitext_clean); default mono_clean
     column: str = "text"
     lang: str | None = None  # rows whose `lang` column is this; default: the direction's source
     corpora: list[str] = Field(default_factory=list)  # empty: every corpus
@@ -55,12 +55,31 @@ class InputConf(Strict):
     sample_seed: int = 0  # another seed, another sample (the same seed: the same sentences)
 
 
+class ReferenceConf(Strict):
+    """Distillation: the input row's reference translation (a column of the input table, e.g.
+    a bitext's `tgt` when the stream translates its `src`); the synthetic sentence's
+    sentence-level BLEU and chrF against it are stored (`ref_bleu`, `ref_chrf`, udfs/ref_scores.py)
+    and one under `min_bleu` or `min_chrf` is rejected (`ref_bleu`, `ref_chrf`)."""
+
+    column: str | None = None
+    min_bleu: float | None = Field(None, ge=0, le=100)  # DiDi WMT20: 28
+    min_chrf: float | None = Field(None, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def minimum_needs_a_column(self) -> ReferenceConf:
+        if (self.min_bleu is not None or self.min_chrf is not None) and not self.column:
+            raise ValueError("reference.min_bleu/min_chrf need reference.column (the input "
+                             "table's column holding each row's reference)")
+        return self
+
+
 class StreamConf(Strict):
     name: str
     model: str  # a CTranslate2 model directory (the same path on every executor)
     direction: str  # model input-output languages, e.g. en-zh
     role: Literal["back", "forward"] = "back"  # for the system being trained
     input: InputConf = InputConf()
+    reference: ReferenceConf = ReferenceConf()
     method: Literal["beam", "greedy", "sampling", "noised_beam"] = "beam"
     beam_size: int = Field(4, ge=1)
     length_penalty: float = 1.0
@@ -134,7 +153,9 @@ class TranslateConfig(JobConfig):
         return self
 
     def input_table(self, stream: StreamConf) -> str:
-        return stream.input.table or f"{self.lake.database}.mono_clean"
+        """db.table as configured; a bare name (bitext_clean) is the lake's own."""
+        name = stream.input.table or "mono_clean"
+        return name if "." in name else f"{self.lake.database}.{name}"
 
     def decode_spec(self, stream: StreamConf, model_dir: str) -> DecodeSpec:
         """What the executors need. Paths stay as configured: each executor finds them itself

@@ -35,6 +35,7 @@ from jobs.lake.models import for_executors
 from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged
 from jobs.translation.config import StreamConf, TranslateConfig, load_translate_config
+from udfs.ref_scores import ref_scores
 from udfs.text_codec import load_codec
 from udfs.translate import METHODS, OUTPUT_SCHEMA, decoder, worker_paths
 
@@ -128,6 +129,24 @@ def model_id(model_dir: str, extra_files: list[str] | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
+def with_reference_scores(decoded: DataFrame, conf: StreamConf) -> DataFrame:
+    """`ref_bleu`/`ref_chrf` of each synthetic sentence against its reference (null without
+    one), and the rows under the stream's `reference.min_bleu`/`min_chrf` rejected."""
+    ref = conf.reference
+    if not ref.column:
+        none = F.lit(None).cast("double")
+        return decoded.withColumns({"ref_bleu": none, "ref_chrf": none})
+    scores = ref_scores(F.col("tgt"), F.col("reference"), conf.langs[1])
+    decoded = decoded.withColumn("_ref", scores).withColumns(
+        {"ref_bleu": F.col("_ref.ref_bleu"), "ref_chrf": F.col("_ref.ref_chrf")}).drop("_ref")
+    reason = F.col("reject_reason")
+    for metric, floor in (("ref_bleu", ref.min_bleu), ("ref_chrf", ref.min_chrf)):
+        if floor is not None:
+            under = reason.isNull() & (F.col(metric) < floor)
+            reason = F.when(under, F.lit(metric)).otherwise(reason)
+    return decoded.withColumn("reject_reason", reason)
+
+
 def quotas(available: dict[str, int], limits: dict[str, int | None],
            weights: dict[str, float], balance: bool) -> dict[str, int]:
     """Sentences each stream translates: its available rows capped by its limit, and with
@@ -202,12 +221,18 @@ class TranslateRun:
             except Exception as err:  # AnalysisException: a bad filter
                 raise InputError(f"stream {conf.name}: bad where {inp.where!r}: {err}") from None
         corpus = F.col("corpus") if "corpus" in df.columns else F.lit(None).cast("string")
+        ref = conf.reference.column
+        if ref and ref not in df.columns:
+            raise InputError(f"stream {conf.name}: reference.column {ref!r}: {table} has no "
+                             f"such column (it has {', '.join(df.columns)})")
+        reference = F.col(ref).cast("string") if ref else F.lit(None).cast("string")
         return df.select(
             F.lit(conf.name).alias("stream"),
             F.lit(table).alias("source_table"),
             corpus.alias("source_corpus"),
             F.col("row_id").alias("source_row_id"),
             F.col(inp.column).alias("src"),
+            reference.alias("reference"),
         )
 
     def select(self, streams: list[Stream]) -> DataFrame:
@@ -236,7 +261,7 @@ class TranslateRun:
     def decode(self, s: Stream, rows: DataFrame) -> DataFrame:
         spec = self.cfg.decode_spec(s.conf, s.model_dir)
         out_schema = StructType(rows.schema.fields + StructType.fromDDL(OUTPUT_SCHEMA).fields[1:])
-        decoded = rows.mapInPandas(decoder(spec), out_schema)
+        decoded = with_reference_scores(rows.mapInPandas(decoder(spec), out_schema), s.conf)
         c = s.conf
         return decoded.select(
             F.xxhash64(F.lit(self.run_id), "stream", "source_row_id").alias("row_id"),
@@ -248,6 +273,9 @@ class TranslateRun:
             "score",
             "src_tokens",
             "tgt_tokens",
+            "reference",
+            "ref_bleu",
+            "ref_chrf",
             F.lit(c.method).alias("method"),
             F.lit(json.dumps(c.params(), sort_keys=True)).alias("params"),
             F.lit(s.model).alias("model"),
