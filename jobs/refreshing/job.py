@@ -76,7 +76,7 @@ class RefreshRun(FilterRun):
         self.cfg: RefreshConfig = cfg
         self.plan = plan
         self.source_cols = [SOURCE_COLUMN]
-        self.rows_in: dict[str, int] = {}  # lines read per processed file id
+        self.lines_per_file: dict[str, int] = {}  # lines read per processed file id
         self.lock: RemoteLock | None = None  # a remote lake's lock, checked before the commit
         self.carried: list[str] = []  # ids of kept files whose rows this run re-decides
 
@@ -142,7 +142,7 @@ class RefreshRun(FilterRun):
     def flips(self, keys: list[tuple[str, str]]) -> list[Flip]:
         if self.plan.process:  # lines read per file, counted before the units take them
             raw = self.spark.read.parquet(f"{self.dir}/{self.layout.raw}")
-            self.rows_in = {r[SOURCE_COLUMN]: r["count"]
+            self.lines_per_file = {r[SOURCE_COLUMN]: r["count"]
                             for r in raw.groupBy(SOURCE_COLUMN).count().collect()}
         stats = {"run_id": self.run_id}
         where = self.lake.partition_path(stats)
@@ -168,7 +168,7 @@ class RefreshRun(FilterRun):
         return flips
 
     def manifest_flip(self) -> Flip:
-        rows = manifest_rows(self.plan, self.rows_in, self.cfg.filter_hash(), self.run_id,
+        rows = manifest_rows(self.plan, self.lines_per_file, self.cfg.filter_hash(), self.run_id,
                              self.cfg.key)
         df = self.spark.createDataFrame(rows, MANIFEST_SCHEMA)
         write_staged(df, f"{self.dir}/{MANIFEST}", ["key"])

@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 import vl_convert
 
+from jobs.filtering.scorer_rules import SCORER_RULES
 from jobs.filtering.stats import langid_warning
 from jobs.kit.launcher import sluice_path
 from jobs.reporting.data import (
@@ -33,12 +34,11 @@ from jobs.reporting.thresholds import redecide_command, rule_score_names
 from udfs.rules import BY_NAME
 
 GROUP_COLORS = {KEPT: "#4c78a8", REJECTED_HERE: "#e45756", REJECTED_ELSEWHERE: "#bab0ac"}
-# The scores a rejected sample shows, for the rules outside udfs/rules.py.
-SCORER_RULE_COLUMNS = {
+# The scores a rejected sample shows, for the rules outside udfs/rules.py: each scorer unit's
+# score (jobs/filtering/scorer_rules.py), with its companions; a cut's (`cut_<score>`) its own.
+SCORER_RULE_COLUMNS = {u.rule: (u.score,) for u in SCORER_RULES} | {
     "align_coverage": ("align_coverage", "align_fwd_logprob", "align_rev_logprob"),
-    "embed_cosine": ("embed_cosine",),
     "embed_margin": ("embed_cosine", "embed_margin"),
-    "pair_score": ("pair_score",),
 }
 CHART_WIDTH = 560
 NAV = ('<p><a href="#funnel">funnel</a> · <a href="#scores">scores</a> · '
@@ -331,6 +331,8 @@ def what_if_section(what_ifs: list[WhatIf], run_id: str, lake_root: str) -> str:
 def rule_columns(rule: str, mono: bool) -> tuple[str, ...]:
     if rule in BY_NAME:
         return tuple(rule_score_names(BY_NAME[rule], mono))
+    if rule.startswith("cut_"):
+        return (rule.removeprefix("cut_"),)
     return SCORER_RULE_COLUMNS.get(rule, ())
 
 
