@@ -22,13 +22,20 @@ NONE = "none"  # a language checked by its script only (`langid.skip`)
 
 
 def backend_for(
-    lang: str, order: Sequence[str] = DEFAULT_ORDER, by_lang: Mapping[str, str] | None = None
+    lang: str, order: Sequence[str] = DEFAULT_ORDER, by_lang: Mapping[str, str] | None = None,
+    accepted: Sequence[str] | None = None,
 ) -> str | None:
     """The backend that reads `lang`: the configured one, else the first in `order` that knows
-    it; None when none does."""
+    it or one of its `accepted` labels (Norwegian Bokmål `nb` is `no` to both backends);
+    None when none does."""
     if by_lang and lang in by_lang:
         return by_lang[lang]
-    return next((name for name in order if lang in LABELS[name]), None)
+    return next((name for name in order if knows(name, lang, accepted)), None)
+
+
+def knows(backend: str, lang: str, accepted: Sequence[str] | None = None) -> bool:
+    """Whether `backend` gives `lang`, or one of the labels accepted for it, as a label."""
+    return any(label in LABELS[backend] for label in (accepted or [lang]))
 
 
 def describe() -> str:

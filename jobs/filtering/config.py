@@ -22,7 +22,7 @@ from jobs.kit.config import (  # noqa: F401 - the filter's input sections
     pair_form,
     path_name,
 )
-from udfs.langid_backends import LABELS, NONE, backend_for, describe
+from udfs.langid_backends import NONE, backend_for, describe, knows
 from udfs.rules import BY_NAME, RULE_NAMES, Rule, settings
 from udfs.scripts import known_script, scripts_of
 
@@ -110,7 +110,8 @@ class LangidConfBase(Strict):
         """The backend that reads `lang` (`none`: skipped, checked by its script only)."""
         if lang in self.skip:  # type: ignore[attr-defined] - a derived rule setting
             return NONE
-        return backend_for(lang, self.backends, self.backend_by_lang)
+        accepted = self.accept.get(lang, [lang])  # type: ignore[attr-defined] - a rule setting
+        return backend_for(lang, self.backends, self.backend_by_lang, accepted)
 
     def scripts_of(self, lang: str) -> tuple[str, ...]:
         return scripts_of(lang, self.scripts)
@@ -282,7 +283,7 @@ class FilterConfig(JobConfig):
                     f"{what}: no language-ID backend knows {lang!r} ({describe()}); set "
                     f"langid.skip: [{lang}] to check its script only"
                 )
-            if backend != NONE and lang not in LABELS[backend]:
+            if backend != NONE and not knows(backend, lang, self.langid.accept.get(lang)):
                 raise ValueError(
                     f"langid.backend_by_lang.{lang}: {backend} does not know {lang!r}"
                 )

@@ -106,7 +106,8 @@ def check_language(cfg: SelectConfig, sides: tuple[list[str], ...], where: str) 
     filter's defaults give the language) is the expected one on enough lines."""
     langid = filter_config().langid  # conf/defaults.yaml's backends and accept-lists
     for lang, lines in zip(cfg.langs, sides, strict=True):
-        backend = backend_for(lang, langid.backends, langid.backend_by_lang)
+        backend = backend_for(lang, langid.backends, langid.backend_by_lang,
+                              langid.accept.get(lang))
         if backend is None:  # no backend knows it: the seed's language cannot be checked
             continue
         sample = lines[:LANG_CHECK_LINES]
