@@ -167,6 +167,9 @@ class ScorerStage(Stage):
     materialised_input = True
     section = ""  # the config section that turns it on
 
+    def on(self, cfg: FilterConfig) -> bool:
+        return getattr(cfg, self.section).enabled
+
     def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
         return [(u.stage, u.rule) for u in scorer_rules(cfg, self.name)]
 
@@ -200,9 +203,6 @@ class Lm(ScorerStage):
     name, shows = "lm", "LM scores"
     section = "lm"
 
-    def on(self, cfg: FilterConfig) -> bool:
-        return cfg.lm.enabled
-
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
         from udfs.side_lm import add_lm_scores
 
@@ -222,9 +222,6 @@ class Align(ScorerStage):
     name, shows = "align", "word alignment"
     section = "align"
 
-    def on(self, cfg: FilterConfig) -> bool:
-        return cfg.align.enabled
-
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
         cfg = run.cfg
         with run.stage(f"aligner (trained on up to {cfg.align.sample_pairs:,} clean pairs)"):
@@ -237,9 +234,6 @@ class Embed(ScorerStage):
     name, shows = "embed", "embeddings"
     section = "embedding"
 
-    def on(self, cfg: FilterConfig) -> bool:
-        return cfg.embedding.enabled
-
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
         cfg = run.cfg
         enc = cfg.embedding.chosen
@@ -251,9 +245,6 @@ class Embed(ScorerStage):
 class PairScore(ScorerStage):
     name, shows = "pair_score", "pair_score"
     section = "pair_score"
-
-    def on(self, cfg: FilterConfig) -> bool:
-        return cfg.pair_score.enabled
 
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
         log(f"pair_score (model {run.cfg.pair_score.model})")
