@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from jobs.filtering.config import load_config  # noqa: E402
-from jobs.filtering.pair_score_model import KEEP_VALID, NEGATIVE_KINDS, auc, fit, negatives  # noqa: E402
+from jobs.filtering.pair_score_model import KEEP_VALID, NEGATIVE_KINDS, auc, fit_monotone, negatives  # noqa: E402
 from jobs.filtering.stages import rule_row  # noqa: E402
 from udfs.pair_features import available, feature_columns, score_python  # noqa: E402
 
@@ -114,7 +114,7 @@ def main() -> None:
         start = time.time()
         names, train = feature_table(spark, train_pairs, cfg, False)
         _, held = feature_table(spark, eval_pairs, cfg, True)
-        model = fit(names, train[names].to_numpy(dtype=float), train.label.to_numpy())
+        model = fit_monotone(names, train[names].to_numpy(dtype=float), train.label.to_numpy())
         lr = [score_python(model, dict(zip(names, v, strict=True)))
               for v in held[names].itertuples(index=False)]
         results[label] = {"features": names, "logistic": evaluate(lr, held),

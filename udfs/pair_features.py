@@ -52,33 +52,39 @@ class Feature:
     name: str
     needs: tuple[str, ...]  # the stored columns it reads: skipped when one is not stored
     expr: Callable[[Row], Column]
+    # +1: a higher value means a likelier valid pair; -1: a less likely one. A monotone model
+    # (jobs/filtering/pair_score_model.py `fit_monotone`) may only weigh it that way round.
+    better: int
 
 
 FEATURES: tuple[Feature, ...] = (
     Feature("char_len_ratio", ("src_chars", "tgt_chars"),
-            lambda r: _abs_log_ratio(F.col("src_chars"), F.col("tgt_chars"))),
+            lambda r: _abs_log_ratio(F.col("src_chars"), F.col("tgt_chars")), -1),
     Feature("token_len_ratio", ("src_tokens", "tgt_tokens"),
-            lambda r: _abs_log_ratio(F.col("src_tokens"), F.col("tgt_tokens"))),
+            lambda r: _abs_log_ratio(F.col("src_tokens"), F.col("tgt_tokens")), -1),
+    # Longer pairs carry more evidence; a crawl's short lines are menus, names and boilerplate.
     Feature("min_tokens", ("src_tokens", "tgt_tokens"),
-            lambda r: F.log1p(F.least("src_tokens", "tgt_tokens"))),
-    Feature("src_lang_fit", ("src_lang_probs",), lambda r: expected_lang_prob(r, r.src)),
-    Feature("tgt_lang_fit", ("tgt_lang_probs",), lambda r: expected_lang_prob(r, r.tgt)),
-    Feature("src_script_share", ("src_script_share",), lambda r: F.col("src_script_share")),
-    Feature("tgt_script_share", ("tgt_script_share",), lambda r: F.col("tgt_script_share")),
+            lambda r: F.log1p(F.least("src_tokens", "tgt_tokens")), +1),
+    Feature("src_lang_fit", ("src_lang_probs",), lambda r: expected_lang_prob(r, r.src), +1),
+    Feature("tgt_lang_fit", ("tgt_lang_probs",), lambda r: expected_lang_prob(r, r.tgt), +1),
+    Feature("src_script_share", ("src_script_share",), lambda r: F.col("src_script_share"), +1),
+    Feature("tgt_script_share", ("tgt_script_share",), lambda r: F.col("tgt_script_share"), +1),
     Feature("punct_share_diff", ("src_punct_share", "tgt_punct_share"),
-            lambda r: F.abs(F.col("src_punct_share") - F.col("tgt_punct_share"))),
-    Feature("bracket_mismatch", ("bracket_mismatch",), lambda r: F.col("bracket_mismatch")),
-    Feature("copy_share", ("copy_share",), lambda r: F.col("copy_share")),
-    Feature("align_coverage", ("align_coverage",), lambda r: F.col("align_coverage")),
-    Feature("align_fwd_logprob", ("align_fwd_logprob",), lambda r: F.col("align_fwd_logprob")),
-    Feature("align_rev_logprob", ("align_rev_logprob",), lambda r: F.col("align_rev_logprob")),
-    Feature("embed_cosine", ("embed_cosine",), lambda r: F.col("embed_cosine")),
-    Feature("embed_margin", ("embed_margin",), lambda r: F.col("embed_margin")),
+            lambda r: F.abs(F.col("src_punct_share") - F.col("tgt_punct_share")), -1),
+    Feature("bracket_mismatch", ("bracket_mismatch",), lambda r: F.col("bracket_mismatch"), -1),
+    Feature("copy_share", ("copy_share",), lambda r: F.col("copy_share"), -1),
+    Feature("align_coverage", ("align_coverage",), lambda r: F.col("align_coverage"), +1),
+    Feature("align_fwd_logprob", ("align_fwd_logprob",), lambda r: F.col("align_fwd_logprob"),
+            +1),
+    Feature("align_rev_logprob", ("align_rev_logprob",), lambda r: F.col("align_rev_logprob"),
+            +1),
+    Feature("embed_cosine", ("embed_cosine",), lambda r: F.col("embed_cosine"), +1),
+    Feature("embed_margin", ("embed_margin",), lambda r: F.col("embed_margin"), +1),
     Feature("number_mismatch", ("src", "tgt"),
-            lambda r: number_mismatch(F.col("src"), F.col("tgt"))),
+            lambda r: number_mismatch(F.col("src"), F.col("tgt")), -1),
     # One side holding a sentence more (a crawl's partial alignments).
     Feature("sentence_end_diff", ("src", "tgt"),
-            lambda r: F.abs(sentence_ends(F.col("src")) - sentence_ends(F.col("tgt")))),
+            lambda r: F.abs(sentence_ends(F.col("src")) - sentence_ends(F.col("tgt"))), -1),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 

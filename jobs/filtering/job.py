@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from jobs.filtering.config import FilterConfig, load_config
+from jobs.filtering.pair_score_model import check_scorers
 from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_scores import check_aligner
 from jobs.filtering.redecide import redecide
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if any(inp.format == "table" for inp in cfg.inputs):
         lake.ready()
     if cfg.pair_score.enabled:  # a missing model fails before any work
-        load_pair_score_model(lake, cfg.pair, cfg.pair_score.model)
+        check_scorers(load_pair_score_model(lake, cfg.pair, cfg.pair_score.model), cfg)
     inputs = [inp.model_dump() for inp in cfg.inputs]
     check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts
     job = FilterRun(spark, lake, cfg, run_id)

@@ -3,7 +3,10 @@
 Trained like bicleaner-ai: positives are clean pairs; negatives are made from them, one kind
 per way web-crawled bitext goes wrong (`NEGATIVE_KINDS`). Every pair goes through the filter's
 own scoring (normalize, rule scores, the pair scorers on every row), the features of
-udfs/pair_features.py are read off, and a logistic regression (scikit-learn) is fitted.
+udfs/pair_features.py are read off, and a logistic regression is fitted whose weights may only
+go the way each feature's meaning goes (`fit_monotone`). Human-labelled pairs train it too
+(`train_on_labels`), and a model is checked against its best single input: where the
+combination ranks valid pairs worse, that input alone is the model.
 
 Why logistic regression: a dozen features that are already scores, and a model that must
 give the same number in Spark as in training. Its weights are a few floats applied as one
@@ -25,6 +28,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from jobs.kit.config import CONF_DIR
 from jobs.kit.errors import ConfigError
 from udfs.scripts import unspaced
 
@@ -48,6 +52,10 @@ KEEP_VALID = 0.95  # the default threshold keeps this share of held-apart clean 
 KEEP_VALID_FLOOR = 0.99  # a threshold fitted to a run never goes below the one keeping this
 FIT_QUANTILES = (0.5, 0.75)  # held-apart clean scores' quantiles kept; a run fits at the first
 MODEL_STORE = "models/pair_score"
+# Models that ship with sluice, for any pair (bench/crawl_pair_score.py --ship writes them);
+# `pair_score.model: latest` falls back on the default where the lake has none of the pair.
+SHIPPED_DIR = CONF_DIR / "pair_score"
+SHIPPED_DEFAULT = "paracrawl-use"
 
 
 def _units(text: str, lang: str) -> tuple[list[str], str]:
@@ -132,26 +140,170 @@ def auc(scores_pos: list[float], scores_neg: list[float]) -> float:
     return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def fit(features: list[str], x_train: Any, y_train: Any) -> dict[str, Any]:
-    """Logistic regression on standardized features, a missing value taking the mean."""
+# Regularisation strengths tried by `choose_c`: weaker ones let a model lean on features
+# whose meaning differs between languages (a length ratio, a script share).
+C_GRID = (0.001, 0.01, 0.1, 1.0)
+
+
+def fit_monotone(features: list[str], x_train: Any, y_train: Any, c: float = 0.1
+                 ) -> dict[str, Any]:
+    """Logistic regression that may weigh each feature only the way its meaning goes
+    (udfs/pair_features.py `better`): a longer length-ratio gap never raises a score, a higher
+    cosine never lowers it. Made or few labels then cannot teach it a sign that holds only on
+    them. L2 penalty 1/c on the standardized weights, classes weighted equally, a missing
+    value taking the mean; solved with scipy's bounded L-BFGS."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression
+    from scipy.optimize import minimize
+
+    from udfs.pair_features import BY_NAME
 
     x = np.asarray(x_train, dtype=float)
+    y = np.asarray(y_train, dtype=float)
     means = np.nanmean(x, axis=0)
     means = np.where(np.isnan(means), 0.0, means)
     x = np.where(np.isnan(x), means, x)
     stds = x.std(axis=0)
     stds = np.where(stds > 1e-9, stds, 1.0)
-    model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
-    model.fit((x - means) / stds, np.asarray(y_train))
+    signs = np.array([BY_NAME[n].better for n in features], dtype=float)
+    z = (x - means) / stds * signs  # oriented: every weight on z is >= 0
+    weight = np.where(y == 1, 0.5 / max(y.sum(), 1), 0.5 / max((1 - y).sum(), 1))
+
+    def loss(theta: Any) -> tuple[float, Any]:
+        logit = z @ theta[:-1] + theta[-1]
+        p = 1.0 / (1.0 + np.exp(-logit))
+        nll = weight * (np.logaddexp(0.0, logit) - y * logit)
+        grad_logit = weight * (p - y)
+        # The weights sum to 1, so 1/(c n) is sklearn's penalty at C=c on n unweighted rows.
+        penalty = 0.5 / (c * len(y)) * float(theta[:-1] @ theta[:-1])
+        grad = np.append(z.T @ grad_logit + theta[:-1] / (c * len(y)), grad_logit.sum())
+        return float(nll.sum()) + penalty, grad
+
+    bounds = [(0.0, None)] * len(features) + [(None, None)]
+    theta = minimize(loss, np.zeros(len(features) + 1), jac=True, method="L-BFGS-B",
+                     bounds=bounds).x
     return {
         "features": features,
-        "weights": [float(w) for w in model.coef_[0]],
-        "intercept": float(model.intercept_[0]),
+        "weights": [float(w * s) for w, s in zip(theta[:-1], signs, strict=True)],
+        "intercept": float(theta[-1]),
         "means": [float(m) for m in means],
         "stds": [float(s) for s in stds],
+        "monotone": True,
+        "c": c,
     }
+
+
+def scores(model: dict[str, Any], x: Any) -> Any:
+    """`score_python` of every row of `x` (columns in the model's feature order), vectorized."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    means, stds = np.asarray(model["means"]), np.asarray(model["stds"])
+    x = np.where(np.isnan(x), means, x)
+    logit = model["intercept"] + ((x - means) / stds) @ np.asarray(model["weights"])
+    return 1.0 / (1.0 + np.exp(-logit))
+
+
+def oriented(features: list[str], x: Any) -> Any:
+    """Each feature turned so that higher means likelier valid; a missing value its mean."""
+    import numpy as np
+
+    from udfs.pair_features import BY_NAME
+
+    x = np.asarray(x, dtype=float)
+    means = np.nan_to_num(np.nanmean(x, axis=0)) if len(x) else np.zeros(x.shape[1])
+    return np.where(np.isnan(x), means, x) * np.array([BY_NAME[n].better for n in features])
+
+
+def choose_c(features: list[str], x: Any, y: Any, groups: Any) -> tuple[float, dict]:
+    """The `C_GRID` strength whose models rank valid pairs best on groups they were not fitted
+    on (leave one group out: a language, or a fifth of the pairs), by mean AUC."""
+    import numpy as np
+
+    x, y, groups = np.asarray(x, dtype=float), np.asarray(y), np.asarray(groups)
+    tried = {}
+    for c in C_GRID:
+        found = []
+        for g in np.unique(groups):
+            out = groups == g
+            if len(set(y[out])) < 2 or len(set(y[~out])) < 2:
+                continue
+            model = fit_monotone(features, x[~out], y[~out], c)
+            s = scores(model, x[out])
+            found.append(auc(list(s[y[out] == 1]), list(s[y[out] == 0])))
+        tried[c] = float(np.mean(found)) if found else float("nan")
+    best = max(C_GRID, key=lambda c: -1.0 if np.isnan(tried[c]) else tried[c])
+    return best, tried
+
+
+def check(model: dict[str, Any], x: Any, y: Any) -> dict[str, Any]:
+    """The model's AUC on labelled pairs it was not fitted on against each input's alone
+    (oriented by its meaning): whether it ranks valid pairs at least as well as the best."""
+    import numpy as np
+
+    y = np.asarray(y)
+    features = model["features"]
+    mine = scores(model, x)
+    inputs = oriented(features, x)
+    by_input = {n: auc(list(inputs[y == 1, i]), list(inputs[y == 0, i]))
+                for i, n in enumerate(features)}
+    best = max(by_input, key=by_input.get)
+    score = auc(list(mine[y == 1]), list(mine[y == 0]))
+    return {"pairs": int(len(y)), "valid": int((y == 1).sum()), "auc": score,
+            "inputs": by_input, "best_input": best, "not_worse": score >= by_input[best]}
+
+
+def single_input(name: str, features: list[str], x: Any) -> dict[str, Any]:
+    """A model that is one input alone, turned by its meaning: what `train_on_labels` falls
+    back to when the combination ranks worse than its best input."""
+    import numpy as np
+
+    from udfs.pair_features import BY_NAME
+
+    column = np.asarray(x, dtype=float)[:, features.index(name)]
+    mean = float(np.nanmean(column)) if np.isfinite(column).any() else 0.0
+    std = float(np.nanstd(column)) or 1.0
+    return {"features": [name], "weights": [float(BY_NAME[name].better)], "intercept": 0.0,
+            "means": [mean], "stds": [std], "monotone": True, "c": None}
+
+
+def train_on_labels(features: list[str], x: Any, y: Any, groups: Any) -> dict[str, Any]:
+    """A monotone model of human-labelled pairs (y 1 valid, 0 not), `groups` naming each
+    pair's language (or any split the user holds apart): its strength chosen by leaving one
+    group out (`choose_c`), and checked on those same out-of-group scores against its best
+    input alone. Where it ranks worse than that input, the input alone is the model, and the
+    manifest says so (`check`)."""
+    import numpy as np
+
+    x, y, groups = np.asarray(x, dtype=float), np.asarray(y), np.asarray(groups)
+    c, tried = choose_c(features, x, y, groups)
+    held = np.full(len(y), np.nan)  # each pair scored by the model fitted without its group
+    for g in np.unique(groups):
+        out = groups == g
+        if len(set(y[~out])) == 2:
+            held[out] = scores(fit_monotone(features, x[~out], y[~out], c), x[out])
+    ok = ~np.isnan(held)
+    model = fit_monotone(features, x, y, c)
+    checked = check({**model, "weights": model["weights"]}, x[ok], y[ok])
+    checked["auc"] = auc(list(held[ok & (y == 1)]), list(held[ok & (y == 0)]))
+    checked["not_worse"] = checked["auc"] >= checked["inputs"][checked["best_input"]]
+    checked["by"] = "leave one group out"
+    if not checked["not_worse"]:
+        model = single_input(checked["best_input"], features, x)
+        held = scores(model, x[:, [features.index(checked["best_input"])]])
+        ok = np.ones(len(y), dtype=bool)
+    return {**model, **thresholds(held[ok & (y == 1)]),
+            "c_tried": {str(k): v for k, v in tried.items()}, "check": checked}
+
+
+def thresholds(valid_scores: Any) -> dict[str, Any]:
+    """A model's threshold (keeps `KEEP_VALID` of these valid pairs' scores), its floor and
+    the quantiles a run fits its threshold with (jobs/filtering/pair_score_stage.py)."""
+    import numpy as np
+
+    pos = np.asarray(valid_scores, dtype=float)
+    return {"threshold": float(np.quantile(pos, 1 - KEEP_VALID)),
+            "threshold_floor": float(np.quantile(pos, 1 - KEEP_VALID_FLOOR)),
+            "clean_quantiles": {str(q): float(np.quantile(pos, q)) for q in FIT_QUANTILES}}
 
 
 def model_dir(lake_root: str, pair: str, name: str) -> str:
@@ -173,19 +325,51 @@ def save(lake: Any, pair: str, name: str, manifest: dict[str, Any]) -> str:
     return final
 
 
+def shipped(name: str) -> dict[str, Any] | None:
+    """A model that comes with sluice (conf/pair_score/<name>.json), for any pair."""
+    path = SHIPPED_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def load(lake: Any, pair: str, name: str) -> dict[str, Any]:
-    """The manifest of model `name` (or the newest, for `latest`) of `pair`."""
+    """The manifest of model `name` of `pair`: one in the lake's model store, else one that
+    ships with sluice. `latest`: the pair's newest in the lake, else the shipped default
+    (`SHIPPED_DEFAULT`, trained on human-labelled crawl pairs with the bundled encoder)."""
     store = f"{lake.root}/{MODEL_STORE}/{pair}"
     names = ([n for n in (p.rstrip("/").rsplit("/", 1)[-1] for p in lake.list_dir(store))
               if not n.startswith(".")] if lake.exists(store) else [])
     if name == "latest":
         found = [json.loads(lake.read_text(f"{store}/{n}/manifest.json") or "{}") for n in names]
         found = [m for m in found if m.get("created")]
-        if not found:
+        if found:
+            return max(found, key=lambda m: (m["created"], m["name"]))
+        default = shipped(SHIPPED_DEFAULT)
+        if default is None:
             raise ConfigError(f"pair_score.model latest: no pair_score model of {pair} in "
                               f"{store}; train one: python jobs/train_pair_score.py")
-        return max(found, key=lambda m: (m["created"], m["name"]))
+        return default
     if name not in names:
+        if shipped(name) is not None:
+            return shipped(name)
         raise ConfigError(f"pair_score.model {name}: no such model of {pair} in {store} "
                           f"(found: {', '.join(sorted(names)) or 'none'})")
     return json.loads(lake.read_text(f"{store}/{name}/manifest.json") or "{}")
+
+
+def check_scorers(model: dict[str, Any], cfg: Any) -> None:
+    """A config error unless the run scores what the model reads, with the same encoder (a
+    cosine of another encoder is another number)."""
+    where = (f"shipped with sluice, the lake having no model of {cfg.pair}"
+             if model.get("pair") == "any" else f"of {cfg.pair}")
+    if model.get("embedding") and not cfg.embedding.enabled:
+        raise ConfigError(f"pair_score model {model['name']} ({where}) reads the embedding "
+                          "cosine: set embedding.enabled=true, or train a model for this run's "
+                          "scorers (python jobs/train_pair_score.py)")
+    if model.get("embedding") and model.get("encoder") != cfg.embedding.encoder:
+        raise ConfigError(f"pair_score model {model['name']} ({where}) was trained with the "
+                          f"{model.get('encoder')} encoder, this run embeds with "
+                          f"{cfg.embedding.encoder}: train one with it "
+                          "(python jobs/train_pair_score.py)")
+    if model.get("align") and not cfg.align.enabled:
+        raise ConfigError(f"pair_score model {model['name']} ({where}) reads word-alignment "
+                          "scores: set align.enabled=true (and its aligner)")

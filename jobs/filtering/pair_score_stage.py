@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
-from jobs.filtering.pair_score_model import FIT_QUANTILES, load
+from jobs.filtering.pair_score_model import FIT_QUANTILES, check_scorers, load
 from jobs.filtering.scorer_rules import BY_RULE
 from jobs.filtering.stages import alive, reject_where, rule_row
 from jobs.kit.errors import ConfigError
@@ -94,6 +94,7 @@ def pair_score_stage(df: DataFrame, cfg: FilterConfig, lake: Any) -> tuple[DataF
     its rejections; the model's manifest. A model whose features this run does not store is a
     config error. `df` is read twice when the threshold is fitted: stage it first."""
     model = load(lake, cfg.pair, cfg.pair_score.model)
+    check_scorers(model, cfg)
     missing = sorted(set(model["features"]) - set(available(df.columns)))
     if missing:
         raise ConfigError(

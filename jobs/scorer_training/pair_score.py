@@ -2,17 +2,27 @@
 
     spark-submit jobs/train_pair_score.py --config conf/zh-en.yaml --name news-2026-11
     spark-submit jobs/train_pair_score.py --config conf/zh-en.yaml --name wmt \\
-        --input trusted.zh trusted.en
+        --input trusted.zh trusted.en [--check labelled.tsv]
+    spark-submit jobs/train_pair_score.py --config conf/en-da.yaml --name crawl \\
+        --labelled crawl-a.tsv crawl-b.tsv
 
-Positives: clean pairs — the lake's clean rows of the pair (`--where` narrows them, e.g.
-"corpus = 'newstest'"), or a trusted Moses file pair (`--input SRC TGT`). Up to `--max-pairs` are
-drawn (by a hash of their text); a fifth is held apart. Negatives are made from each part
-alone (jobs/filtering/pair_score_model.py), every pair is scored by the filter's own scoring with
-the
-config's scorers on every row, the model is fitted on the four fifths and measured on the
-held-apart fifth (AUC overall and per kind of negative), and its threshold is the score that
-keeps 95% of the held-apart clean pairs. A filter run uses it with `pair_score.enabled: true`
-(and the same scorers on).
+Made negatives (the default): positives are clean pairs — the lake's clean rows of the pair
+(`--where` narrows them, e.g. "corpus = 'newstest'"), or a trusted Moses file pair (`--input
+SRC TGT`). Up to `--max-pairs` are drawn (by a hash of their text); a fifth is held apart.
+Negatives are made from each part alone (jobs/filtering/pair_score_model.py).
+
+Human labels (`--labelled`, `src<TAB>tgt<TAB>label` lines; label V, valid, 1, good or yes is a
+valid pair, any other a bad one): no made negatives; each file is a group held out in turn to
+choose the regularisation and to check the model (one file: fifths by a hash of the text).
+
+Every pair is scored by the filter's own scoring with the config's scorers on every row; the
+model (monotone logistic regression, `fit_monotone`) is fitted on what the rules keep. It is
+checked against its best single input on pairs it was not fitted on, labelled ones where there
+are any (`--check`, or `--labelled`'s held-out groups): where it ranks valid pairs worse, the
+best input alone becomes the model and the manifest says so. Checked only on made negatives,
+the job warns that it was not checked on real pairs. Its threshold is the score that keeps 95%
+of the held-apart valid pairs. A filter run uses it with `pair_score.enabled: true` (and the
+same scorers on).
 """
 
 from __future__ import annotations
@@ -27,15 +37,19 @@ from pyspark.sql.window import Window
 
 from jobs.filtering.config import FilterConfig, load_config
 from jobs.filtering.pair_score_model import (
-    FIT_QUANTILES,
     KEEP_VALID,
-    KEEP_VALID_FLOOR,
     NEGATIVE_KINDS,
     auc,
-    fit,
+    check,
+    choose_c,
+    fit_monotone,
     model_dir,
     negatives,
     save,
+    scores,
+    single_input,
+    thresholds,
+    train_on_labels,
 )
 from jobs.filtering.pair_scores import training_sample
 from jobs.filtering.stages import normalize_and_analyze, rule_row, score_and_decide
@@ -48,7 +62,7 @@ from jobs.kit.errors import InputError
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, for_executors
 from jobs.lake.runs import job_main, open_lake
-from udfs.pair_features import available, feature_columns, score_python
+from udfs.pair_features import available, feature_columns
 
 HELD_APART = 5  # one pair in five, by a hash of its text
 
@@ -58,6 +72,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_config(p, "defaults.yaml: the filter config the model serves", required=True)
     p.add_argument("--name", required=True, help="the model's name in the lake's model store")
     p.add_argument("--input", nargs=2, metavar=("SRC", "TGT"), help="a trusted Moses pair")
+    p.add_argument("--labelled", nargs="+", metavar="TSV",
+                   help="human-labelled pairs, src<TAB>tgt<TAB>label (V/valid/1 = valid): "
+                        "trained on these instead of made negatives")
+    p.add_argument("--check", metavar="TSV",
+                   help="labelled pairs held apart to check the model on (same format)")
     p.add_argument("--where", help="SQL filter on the lake's clean rows of the pair")
     p.add_argument("--max-pairs", type=int, default=5000,
                    help="at most this many clean pairs are drawn (default 5000)")
@@ -182,68 +201,157 @@ def saved_aligner(lake: Any, cfg: FilterConfig) -> str | None:
     return store.path(store.resolve(cfg.align.reference))
 
 
-def train(spark: SparkSession, cfg: FilterConfig,
-          pairs: list[tuple[str, str, str | None, str | None]],
-          aligner: str | None = None) -> dict[str, Any]:
-    """The model and its held-apart measurements. `pairs`: clean pairs with their document
-    neighbours (`positives`). Fitted on the rows the config's rules keep, as a filter run
-    scores only those: a made pair that the rules reject (every copy, every wrong language)
-    would teach the model the rules' own work, and its weights would go to the copies'
-    artefacts instead of to what sets the survivors apart."""
-    import numpy as np
+VALID_LABELS = frozenset({"v", "valid", "1", "good", "yes", "true"})
 
-    df = scored(spark, labelled(pairs, cfg), cfg, aligner)
+
+def read_labelled(path: str) -> list[tuple[str, str, int, str]]:
+    """(src, tgt, 1 valid / 0 not, label) of a `src<TAB>tgt<TAB>label` file; a line without
+    both sides and a label is an error naming its line."""
+    rows = []
+    try:
+        with open(path, encoding="utf-8", newline="\n") as f:
+            for number, line in enumerate(f, 1):
+                fields = line.rstrip("\r\n").split("\t")
+                if len(fields) < 3 or not (fields[0].strip() and fields[1].strip()
+                                           and fields[2].strip()):
+                    raise InputError(f"{path}:{number}: expected src<TAB>tgt<TAB>label")
+                label = fields[2].strip()
+                rows.append((fields[0], fields[1], int(label.lower() in VALID_LABELS), label))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 (byte {err.start})") from None
+    return rows
+
+
+def feature_table(spark: SparkSession, rows: list, cfg: FilterConfig,
+                  aligner: str | None) -> tuple[list[str], Any]:
+    """(features, pandas table of label, kind, held_apart, alive and f_<feature>) of `rows`
+    (src, tgt, label, kind, held_apart) as the filter scores them."""
+    df = scored(spark, rows, cfg, aligner)
     names = [n for n in available(df.columns)
              if not (n == "embed_margin" and cfg.embedding.margin_k == 0)]
     table = df.select("label", "kind", "held_apart", F.col("reject_rule").isNull().alias("alive"),
                       *[col.alias(name) for name, col in
                         feature_columns(names, rule_row(cfg)).items()]).toPandas()
-    columns = [f"f_{n}" for n in names]
+    return names, table
+
+
+def _x(table: Any, names: list[str]) -> Any:
+    return table[[f"f_{n}" for n in names]].to_numpy(dtype=float)
+
+
+def train(spark: SparkSession, cfg: FilterConfig,
+          pairs: list[tuple[str, str, str | None, str | None]],
+          aligner: str | None = None,
+          check_rows: list[tuple[str, str, int, str]] | None = None) -> dict[str, Any]:
+    """The model of clean pairs and the negatives made from them, and its held-apart
+    measurements. `pairs`: clean pairs with their document neighbours (`positives`). Fitted on
+    the rows the config's rules keep, as a filter run scores only those: a made pair that the
+    rules reject (every copy, every wrong language) would teach the model the rules' own work.
+    `check_rows`: labelled pairs (`read_labelled`) to check it on, else the held-apart made
+    ones (and a warning)."""
+    import numpy as np
+
+    names, table = feature_table(spark, labelled(pairs, cfg), cfg, aligner)
     train_part = table[~table.held_apart & table.alive]
     if train_part.label.nunique() < 2:
         raise InputError("the rules reject every made pair (or every clean one): nothing to fit")
-    model = fit(names, train_part[columns].to_numpy(dtype=float), train_part.label.to_numpy())
+    x, y = _x(train_part, names), train_part.label.to_numpy()
+    folds = np.arange(len(y)) % HELD_APART  # the regularisation chosen on fifths of the rest
+    c, tried = choose_c(names, x, y, folds)
+    model = fit_monotone(names, x, y, c)
     held = table[table.held_apart]
-    held_scores = np.array([score_python(model, dict(zip(names, values, strict=True)))
-                            for values in held[columns].itertuples(index=False)])
     alive, kind = held.alive.to_numpy(), held.kind.to_numpy()
+    if check_rows:
+        _, real = feature_table(spark, [(s, t, v, lab, True) for s, t, v, lab in check_rows],
+                                cfg, aligner)
+        real = real[real.alive]
+        checked = {**check(model, _x(real, names), real.label.to_numpy()),
+                   "by": "labelled pairs (--check)"}
+    else:
+        checked = {**check(model, _x(held[alive], names), held.label[alive].to_numpy()),
+                   "by": "made negatives only: not checked on real pairs"}
+        log("warning: pair_score checked on made negatives only, not on real pairs: give "
+            "--check with labelled pairs (src<TAB>tgt<TAB>label) to check it")
+    if not checked["not_worse"]:
+        log(f"pair_score ranks valid pairs worse than {checked['best_input']} alone "
+            f"({checked['auc']:.3f} < {checked['inputs'][checked['best_input']]:.3f}, "
+            f"{checked['by']}): the model is {checked['best_input']} alone")
+        model = single_input(checked["best_input"], names, x)
+    held_scores = scores(model, _x(held, model["features"]))
     pos = held_scores[alive & (kind == "clean")]
-    threshold = float(np.quantile(pos, 1 - KEEP_VALID))
+    fitted = thresholds(pos)
     kinds = {}
     for name in sorted(set(kind) - {"clean"}):
         neg = held_scores[alive & (kind == name)]
         by_rules = 1 - float(alive[kind == name].mean())
         kinds[name] = {"by_rules": by_rules,
                        "auc": auc(list(pos), list(neg)) if len(neg) else None,
-                       "rejected": by_rules + (1 - by_rules) * float((neg < threshold).mean()
-                                                                     if len(neg) else 0.0)}
+                       "rejected": by_rules + (1 - by_rules) * float(
+                           (neg < fitted["threshold"]).mean() if len(neg) else 0.0)}
     neg_all = held_scores[alive & (kind != "clean")]
     return {
-        **model,
-        "threshold": threshold,
-        # What a run fits its threshold with (jobs/filtering/pair_score_stage.py
-        # `fitted_threshold`).
-        "clean_quantiles": {str(q): float(np.quantile(pos, q)) for q in FIT_QUANTILES},
-        "threshold_floor": float(np.quantile(pos, 1 - KEEP_VALID_FLOOR)),
+        **model, **fitted,
+        "c_tried": {str(k): v for k, v in tried.items()},
+        "check": checked,
         "held_apart": {"clean_pairs": int(len(pos)), "auc": auc(list(pos), list(neg_all)),
-                       "kept_clean": float((pos >= threshold).mean()), "kinds": kinds},
+                       "kept_clean": float((pos >= fitted["threshold"]).mean()),
+                       "kinds": kinds},
         "train_pairs": int((train_part.label == 1).sum()),
-        "negatives": list(NEGATIVE_KINDS),
-        "align": cfg.align.enabled, "aligner": aligner,
-        "embedding": cfg.embedding.enabled,
-        "encoder": cfg.embedding.encoder if cfg.embedding.enabled else None,
+        "negatives": list(NEGATIVE_KINDS), "labels": "made",
+        **_scorers(cfg, aligner),
     }
 
 
+def train_labelled(spark: SparkSession, cfg: FilterConfig,
+                   files: list[list[tuple[str, str, int, str]]],
+                   aligner: str | None = None) -> dict[str, Any]:
+    """The model of human-labelled pairs (`train_on_labels`): each file a group held out in
+    turn; a single file is cut in fifths by a hash of the text."""
+    import numpy as np
+
+    rows = []
+    for i, part in enumerate(files):
+        for s, t, valid, label in part:
+            group = i if len(files) > 1 else zlib.crc32(f"{s}\t{t}".encode()) % HELD_APART
+            rows.append((s, t, valid, f"{group}\t{label}", False))
+    names, table = feature_table(spark, rows, cfg, aligner)
+    kept = table[table.alive]
+    if kept.label.nunique() < 2:
+        raise InputError("the labelled pairs the rules keep are all valid or all bad: a "
+                         "pair_score needs both")
+    groups = kept.kind.str.split("\t").str[0].to_numpy()
+    model = train_on_labels(names, _x(kept, names), kept.label.to_numpy(), groups)
+    labels = table.kind.str.split("\t").str[1]
+    by_rules = {lab: 1 - float(table.alive[labels == lab].mean()) for lab in sorted(set(labels))}
+    return {**model, "held_apart": {"clean_pairs": int((kept.label == 1).sum()),
+                                    "auc": model["check"]["auc"],
+                                    "kept_clean": KEEP_VALID,
+                                    "by_rules": by_rules},
+            "train_pairs": int(len(kept)), "negatives": [], "labels": "human",
+            "groups": int(len(np.unique(groups))), **_scorers(cfg, aligner)}
+
+
+def _scorers(cfg: FilterConfig, aligner: str | None) -> dict[str, Any]:
+    return {"align": cfg.align.enabled, "aligner": aligner,
+            "embedding": cfg.embedding.enabled,
+            "encoder": cfg.embedding.encoder if cfg.embedding.enabled else None}
+
+
 def report(model: dict[str, Any]) -> str:
-    held = model["held_apart"]
-    lines = [f"held apart: {held['clean_pairs']} clean pairs, AUC {held['auc']:.3f}, threshold "
+    held, checked = model["held_apart"], model["check"]
+    lines = [f"held apart: {held['clean_pairs']} valid pairs, AUC {held['auc']:.3f}, threshold "
              f"{model['threshold']:.3f} keeps {held['kept_clean']:.1%}"]
-    for kind, m in held["kinds"].items():
+    for kind, m in held.get("kinds", {}).items():
         seen = "-" if m["auc"] is None else f"{m['auc']:.3f}"
         lines.append(f"  {kind:16} by the rules {m['by_rules']:6.1%}  AUC of the rest {seen:5}  "
                      f"rejected in all {m['rejected']:.1%}")
-    lines.append("weights (standardized): " + ", ".join(
+    best = checked["best_input"]
+    lines.append(f"checked on {checked['by']} ({checked['pairs']} pairs): AUC "
+                 f"{checked['auc']:.3f}, best input {best} {checked['inputs'][best]:.3f}"
+                 + ("" if checked["not_worse"] else f": worse, so the model is {best} alone"))
+    lines.append(f"weights (standardized, C={model['c']}): " + ", ".join(
         f"{n} {w:+.2f}" for n, w in zip(model["features"], model["weights"], strict=True)))
     return "\n".join(lines)
 
@@ -254,14 +362,25 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.set, extra)
     if cfg.mono:
         raise ConfigError("pair_score scores pairs: give a pair config")
+    if args.labelled and (args.input or args.where):
+        raise ConfigError("--labelled trains on human labels alone: drop --input/--where")
+    labelled_files = [read_labelled(path) for path in args.labelled or []]
+    check_rows = read_labelled(args.check) if args.check else None
     spark, lake = open_lake("sluice-train-pair-score", cfg)
     if lake.exists(model_dir(lake.root, cfg.pair, args.name)):
         raise ConfigError(f"pair_score model {args.name} of {cfg.pair} exists: pick another "
                           "--name")
     aligner = saved_aligner(lake, cfg)
-    pairs, source = positives(spark, cfg, args, cfg.lake.database)
-    log(f"training pair_score {args.name} of {cfg.pair} on {len(pairs)} clean pairs ({source})")
-    model = train(spark, cfg, pairs, aligner)
+    if labelled_files:
+        source = "labelled " + " ".join(args.labelled)
+        log(f"training pair_score {args.name} of {cfg.pair} on "
+            f"{sum(map(len, labelled_files))} labelled pairs ({source})")
+        model = train_labelled(spark, cfg, labelled_files, aligner)
+    else:
+        pairs, source = positives(spark, cfg, args, cfg.lake.database)
+        log(f"training pair_score {args.name} of {cfg.pair} on {len(pairs)} clean pairs "
+            f"({source})")
+        model = train(spark, cfg, pairs, aligner, check_rows)
     path = save(lake, cfg.pair, args.name, {**model, "source": source})
     log(report(model))
     print(f"pair_score model {args.name} of {cfg.pair}: {path}")
