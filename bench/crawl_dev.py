@@ -19,6 +19,8 @@ escapes left to sluice's normalize), once per configuration:
   threshold keeping 95% of its clean pairs); the embedding cosine threshold still applies
 - pair_score_only: the same with the cosine threshold off (embedding.min_cosine=-1), so that
   pair_score decides alone and is computed on every pair the rules keep
+- shipped: embedding on and the pair_score sluice ships (conf/pair_score/paracrawl-use.json,
+  trained on ParaCrawl's human labels of 25 other languages), as a new lake's `latest` gives it
 
 The decided rows are read back from the bitext table with pyarrow. Per run: the share of each
 label the funnel keeps, and for each score the ROC AUC of valid vs the rest and of valid vs
@@ -62,8 +64,8 @@ sys.path.insert(0, str(REPO))
 DEV = REPO / "tests/data/labelled/opennmt-toy-ende-400.tsv"
 PAIR, DB = "en-de", "crawl_dev"
 # The order they run in (align before align_ref: align would fall back to a saved aligner).
-RUNS = ("default", "embed", "align", "align_ref", "pair_score", "pair_score_only", "full",
-        "full_model_threshold", "full_gated")
+RUNS = ("default", "embed", "align", "align_ref", "pair_score", "pair_score_only", "shipped",
+        "full", "full_model_threshold", "full_gated")
 LABELS = ("valid", "wrong_language", "misaligned", "mt", "other")
 BAD = LABELS[1:]
 ALIGNER, MODEL, FULL_MODEL = "newstest-en-de", "newstest-en-de", "newstest-en-de-full"
@@ -232,6 +234,10 @@ def run_sets(run: str) -> list[str]:
         # The cosine gate off: pair_score decides alone and is computed on every rule survivor.
         "pair_score_only": ["embedding.enabled=true", "embedding.min_cosine=-1",
                             "pair_score.enabled=true", f"pair_score.model={MODEL}"],
+        # The model sluice ships (conf/pair_score/paracrawl-use.json: human-labelled ParaCrawl
+        # pairs of 25 languages, German not among them): what `latest` is in a new lake.
+        "shipped": ["embedding.enabled=true", "pair_score.enabled=true",
+                    "pair_score.model=paracrawl-use"],
         # The evaluation: align + embedding (margin_k 4) + pair_score, defaults.
         "full": [*FULL_SETS, "pair_score.enabled=true", f"pair_score.model={FULL_MODEL}"],
         "full_model_threshold": [*FULL_SETS, "pair_score.enabled=true",
