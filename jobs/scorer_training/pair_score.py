@@ -3,7 +3,7 @@
     spark-submit jobs/train_pair_score.py --config conf/zh-en.yaml --name news-2026-11
     spark-submit jobs/train_pair_score.py --config conf/zh-en.yaml --name wmt \\
         --input trusted.zh trusted.en [--check labelled.tsv]
-    spark-submit jobs/train_pair_score.py --config conf/en-da.yaml --name crawl \\
+    spark-submit jobs/train_pair_score.py --config my-en-da.yaml --name crawl \\
         --labelled crawl-a.tsv crawl-b.tsv
 
 Made negatives (the default): positives are clean pairs — the lake's clean rows of the pair
