@@ -386,3 +386,26 @@ def test_the_shipped_model_judges_a_run_with_the_bundled_encoder(spark, tmp_path
                   and r["pair_score"] is not None] for x in ("V", "A")}
     assert len(scored["V"]) >= 50 and len(scored["A"]) >= 15
     assert auc(scored["V"], scored["A"]) >= 0.7  # measured 0.76 (bench, all of en-fr: 0.81)
+
+
+def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None:
+    """`--check`: the model of made negatives is checked on labelled pairs held apart (here
+    Anki pairs it never saw, valid, and the same sources with another pair's target, A), and
+    the manifest says which."""
+    from jobs.scorer_training.pair_score import main as train_main
+
+    pairs = anki_pairs(120)
+    labelled = tmp_path / "check.tsv"
+    labelled.write_text("".join(f"{z}\t{e}\tV\n" for z, e in pairs[:60]) + "".join(
+        f"{z}\t{pairs[(i + 7) % 60][1]}\tA\n" for i, (z, _) in enumerate(pairs[60:])),
+        encoding="utf-8")
+    lake = tmp_path / "lake"
+    assert train_main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "checked",
+                       "--lake", str(lake), "--max-pairs", "400", "--check", str(labelled),
+                       "--input", str(DATA / "tatoeba-zh-en.zh"),
+                       str(DATA / "tatoeba-zh-en.en")]) == 0
+    model = json.loads((lake / "models/pair_score/zh-en/checked/manifest.json").read_text())
+    checked = model["check"]
+    assert checked["by"] == "labelled pairs (--check)"
+    assert checked["pairs"] <= 120 and 0 < checked["valid"] <= 60
+    assert set(checked["inputs"]) == set(model["features"]) or len(model["features"]) == 1
