@@ -36,7 +36,9 @@ SLOW_FIRST = ("test_shared_metastore.py", "test_translate_job.py", "test_redecid
               "test_refresh_job.py", "test_cluster.py", "test_gpu_scheduling.py",
               "test_languages.py", "test_lake_readers.py",
               "test_refresh_property.py", "test_select_job.py", "test_readme_commands.py",
-              "test_filter_job.py", "test_report.py", "test_schedule_examples.py")
+              "test_filter_job.py", "test_report.py", "test_schedule_examples.py",
+              # then the fast tier's slowest, so that neither of its workers ends alone
+              "test_lake_commit.py", "test_embed.py", "test_align.py", "test_mix_units.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

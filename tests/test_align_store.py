@@ -22,6 +22,9 @@ from jobs.lake.runs import exit_code
 from jobs.lake.store import Lake
 from jobs.scorer_training.align_reference import main as align_reference
 
+# Each test trains or loads aligners through the align stage on a whole run's pairs: the
+# full suite's, not the fast tier's.
+pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parent / "data"
 ZH, EN = DATA / "align_tatoeba_zh-en.zh", DATA / "align_tatoeba_zh-en.en"
 

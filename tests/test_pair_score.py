@@ -1,6 +1,7 @@
-"""The learned pair_score (issue 14): negatives, training on real pairs, the filter applying
-it, the model store, and bad input. Run in the test session's Spark (in-process `main`s);
-the features here are the rule scores (the pair scorers off, to stay fast)."""
+"""The learned pair_score (issues 14, 39): negatives, training on real pairs and on human
+labels, the filter applying it, the shipped model, the model store, and bad input. Run in the
+test session's Spark (in-process `main`s); the zh-en features are the rule scores (the pair
+scorers off, to stay fast). The jobs are `integration`: the fast tier keeps the units."""
 
 from __future__ import annotations
 
@@ -108,6 +109,7 @@ def trained(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
     return lake, json.loads(manifest.read_text())
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_the_model_ranks_clean_pairs_above_made_bad_ones(trained) -> None:
     """On the held-apart fifth (pairs and negatives the model never saw)."""
     _, model = trained
@@ -139,6 +141,7 @@ def test_the_model_ranks_clean_pairs_above_made_bad_ones(trained) -> None:
     assert model["check"]["not_worse"] and model["labels"] == "made"
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -> None:
     """Real pairs the model never saw, and the same pairs with their target cut short: the
     filter stores `pair_score` on every row that reaches the scorers, equal to the model's
@@ -186,6 +189,7 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
     assert load(Lake(spark, str(lake), "sluice"), "zh-en", "latest")["name"] == "tatoeba"
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_errors_are_one_line(spark, trained, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
     from jobs.filtering.job import main as filter_main
@@ -235,6 +239,7 @@ def test_number_and_sentence_features_on_real_pairs(spark) -> None:
     assert [(r.src_ends, r.tgt_ends) for r in got] == [(1, 1), (1, 1), (1, 2), (1, 1), (0, 0)]
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trained,
                                                                      tmp_path: Path) -> None:
     """Three corpora in one run: real pairs, the same pairs with targets cut, and a handful of
@@ -289,6 +294,7 @@ def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trai
             assert (r.reject_rule == "pair_score") == (r.pair_score < 0.9)
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_trained_from_the_lakes_clean_rows_with_their_document_neighbours(spark,
                                                                           tmp_path: Path) -> None:
     """`--where` on the lake's clean rows: the positives and their next clean line of the same
@@ -334,6 +340,7 @@ def labels_of(path: Path) -> list[str]:
     return [line.split("\t")[2] for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_trained_on_human_labels_and_checked_against_its_inputs(spark, tmp_path: Path) -> None:
     """`--labelled` (real ParaCrawl en-pl labels): no made negatives, the model monotone and
     checked on fifths it was not fitted on against its best input, and a filter run with it
@@ -369,6 +376,7 @@ def test_trained_on_human_labels_and_checked_against_its_inputs(spark, tmp_path:
     assert auc(scored["V"], scored["A"]) >= 0.75
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_the_shipped_model_judges_a_run_with_the_bundled_encoder(spark, tmp_path: Path) -> None:
     """No model of en-fr in the lake: `latest` is the shipped paracrawl-use, trained on other
     ParaCrawl pairs (release 6.2; these are release 7's). It ranks the valid pairs above the
@@ -388,6 +396,7 @@ def test_the_shipped_model_judges_a_run_with_the_bundled_encoder(spark, tmp_path
     assert auc(scored["V"], scored["A"]) >= 0.7  # measured 0.76 (bench, all of en-fr: 0.81)
 
 
+@pytest.mark.integration  # whole training and filter jobs, in this process
 def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None:
     """`--check`: the model of made negatives is checked on labelled pairs held apart (here
     Anki pairs it never saw, valid, and the same sources with another pair's target, A), and

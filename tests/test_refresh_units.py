@@ -272,6 +272,7 @@ def test_remote_lock_names_a_holder_caught_mid_heartbeat(spark, tmp_path: Path) 
     late.join()
 
 
+@pytest.mark.integration  # a whole refresh job, in this process
 def test_monolingual_refresh_in_process(spark, tmp_path: Path, data_dir: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     """A refresh of monolingual text (`lang: en`, format text), run in this test's Spark

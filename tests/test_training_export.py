@@ -21,6 +21,10 @@ from training.model import Transformer
 from training.train import run
 from training.translator import Ct2Translator
 
+# Every test reads a model trained here for 250 steps (a whole training run): the full
+# suite's, not the fast tier's.
+pytestmark = pytest.mark.integration
+
 DATA = Path(__file__).resolve().parent / "data"
 DEV = [str(DATA / "train_dev_tatoeba.zh"), str(DATA / "train_dev_tatoeba.en")]
 MAX_LEN = 40
