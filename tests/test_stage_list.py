@@ -18,7 +18,7 @@ NAMES = [stage.name for stage in STAGES]
 
 
 def test_the_funnel_order() -> None:
-    assert NAMES == ["ingest", "normalize", "rules", "dedup", "lm", "align", "embed",
+    assert NAMES == ["ingest", "normalize", "rules", "dedup", "near_dup", "lm", "align", "embed",
                      "pair_score", "cut"]
     assert [s.name for s in STAGES if s.scorer] == ["lm", "align", "embed", "pair_score"]
     assert stages_from("embed") == ("embed", "pair_score", "cut")
@@ -85,9 +85,9 @@ class _Null:
 
 
 def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer() -> None:
-    rows, seen = walk(FilterRun, {"lm": False, "align": True, "embed": False,
+    rows, seen = walk(FilterRun, {"near_dup": False, "lm": False, "align": True, "embed": False,
                                   "pair_score": True, "cut": False})
-    assert rows == [name for name in NAMES if name not in ("lm", "embed", "cut")]
+    assert rows == [name for name in NAMES if name not in ("near_dup", "lm", "embed", "cut")]
     assert seen == [
         "score ingest", "score normalize", "score rules", "score dedup",
         "show normalize+rules+dedup", "stage before_align", "score align",
@@ -97,15 +97,23 @@ def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer(
 
 
 def test_with_no_scorer_on_nothing_is_staged_between_stages() -> None:
-    _, seen = walk(FilterRun, {"lm": False, "align": False, "embed": False,
+    _, seen = walk(FilterRun, {"near_dup": False, "lm": False, "align": False, "embed": False,
                                "pair_score": False, "cut": False})
     assert not [s for s in seen if s.startswith("stage")]
 
 
+def test_near_dup_reads_its_input_staged_after_exact_dedup() -> None:
+    rows, seen = walk(FilterRun, {"lm": False, "align": False, "embed": False,
+                                  "pair_score": False, "cut": False})
+    assert rows == ["ingest", "normalize", "rules", "dedup", "near_dup"]
+    assert seen[3:6] == ["score dedup", "show normalize+rules+dedup", "stage before_near_dup"]
+    assert seen[6] == "score near_dup"
+
+
 def test_a_redecide_decides_every_stage_and_stages_once_before_the_scorers() -> None:
-    rows, seen = walk(RedecideRun, {"lm": False, "align": True, "embed": True,
-                                    "pair_score": True})
-    assert rows == [name for name in NAMES if name != "lm"]
+    rows, seen = walk(RedecideRun, {"near_dup": False, "lm": False, "align": True,
+                                    "embed": True, "pair_score": True})
+    assert rows == [name for name in NAMES if name not in ("near_dup", "lm")]
     assert [s for s in seen if not s.startswith("show")] == [
         "decide ingest", "decide normalize", "decide rules", "decide dedup",
         "stage before_align", "decide align", "decide embed", "decide pair_score",

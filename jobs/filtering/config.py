@@ -49,6 +49,17 @@ class DedupConf(Strict):
     target_side: bool = False
 
 
+class NearDupConf(Strict):
+    """Near-duplicates by MinHash LSH after exact dedup (jobs/filtering/near_dup.py)."""
+
+    enabled: bool
+    side: Literal["pair", "src", "tgt"]  # what is compared (a monolingual run: its text)
+    threshold: float = Field(gt=0, lt=1)  # Jaccard of the shingle sets
+    num_perm: int = Field(ge=2, le=512)  # MinHash values a row: b bands x r rows
+    word_ngram: int = Field(ge=1)  # shingles of spaced scripts: word n-grams
+    char_ngram: int = Field(ge=1)  # of unspaced scripts (zh, ja, th): character n-grams
+
+
 def with_rule_settings(base: type[M], section: str) -> type[M]:
     """`base` plus a field for each setting the rules read from `section:` (udfs/rules.py),
     without a default: conf/defaults.yaml holds every one."""
@@ -260,6 +271,7 @@ class FilterConfig(JobConfig):
     ingest: IngestConf = IngestConf()
     normalize: NormalizeConf = NormalizeConf()
     dedup: DedupConf = DedupConf()
+    near_dup: NearDupConf  # no code default: conf/defaults.yaml holds every setting
     rules: RulesConf
     langid: LangidConf
     lm: LmConf = LmConf()

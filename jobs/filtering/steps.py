@@ -159,6 +159,27 @@ class Dedup(Stage):
         return dedup(rows, run.cfg)
 
 
+class NearDup(Stage):
+    """Near-duplicates among the rows exact dedup keeps (jobs/filtering/near_dup.py)."""
+
+    name, shows = "near_dup", "near-duplicates"
+    materialised_input = True  # shingles, candidates and survivors each read it
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.near_dup.enabled
+
+    def rules(self, cfg: FilterConfig) -> list[tuple[str, str]]:
+        return [("near_dup", "near_dup")] if self.on(cfg) else []
+
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
+        from jobs.filtering.near_dup import near_dup
+
+        return near_dup(rows, run.cfg)
+
+    def decide(self, run: Run, rows: DataFrame) -> DataFrame:
+        return self.score(run, rows)  # from the stored text: the same on the rows now alive
+
+
 class ScorerStage(Stage):
     """A pair scorer: it adds its score columns on the rows still alive and rejects by its
     units in jobs/filtering/scorer_rules.py."""
@@ -276,8 +297,8 @@ class Cuts(Stage):
         return apply_cuts(rows, run.cfg)  # over the rows the new decisions keep
 
 
-STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), Lm(), Align(), Embed(),
-                             PairScore(), Cuts())
+STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), NearDup(), Lm(), Align(),
+                             Embed(), PairScore(), Cuts())
 
 
 def stages_from(name: str) -> tuple[str, ...]:
