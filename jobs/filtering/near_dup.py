@@ -134,15 +134,21 @@ def components(edges: DataFrame) -> DataFrame:
     raise ConfigError(f"near_dup: groups still merging after {MAX_ROUNDS} rounds")
 
 
+def by_characters(cfg: FilterConfig) -> bool:
+    """Whether the compared text is cut into character n-grams: a side compared, or either
+    side of a pair, is in an unspaced script (zh, ja, th)."""
+    side = cfg.near_dup.side
+    compared = cfg.langs if side == "pair" or cfg.mono else [cfg.langs[side == "tgt"]]
+    return any(unspaced(lang) for lang in compared)
+
+
 def near_dup(rows: DataFrame, cfg: FilterConfig) -> DataFrame:
     """`rows` with the near-duplicates among the alive ones rejected (module docstring)."""
     nd = cfg.near_dup
     b, r = bands(nd.threshold, nd.num_perm)
     log(f"near_dup: Jaccard >= {nd.threshold} of {nd.side} shingles, MinHash {b} bands x "
         f"{r} rows (the S-curve's 50% point at {(1 / b) ** (1 / r):.2f})")
-    compared = cfg.langs if nd.side == "pair" or cfg.mono else \
-        [cfg.langs[0 if nd.side == "src" else 1]]
-    by_chars = any(unspaced(lang) for lang in compared)
+    by_chars = by_characters(cfg)
     if "dup_of" not in rows.columns:  # exact dedup off
         rows = rows.withColumn("dup_of", F.lit(None).cast("long"))
     hashed = (rows.where(alive())
