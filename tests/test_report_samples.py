@@ -28,6 +28,19 @@ def test_a_duplicate_sample_shows_the_text_it_duplicates(spark) -> None:
                      4: "duplicate of row 999 (no longer in the lake)"}
 
 
+def test_a_near_duplicate_sample_shows_its_survivor_and_jaccard(spark) -> None:
+    """Issue 40: a near-duplicate is shown beside the row it duplicates, with their Jaccard."""
+    table = spark.createDataFrame([
+        ("zh-en", "crawl", 1, 301, "价格是35元。", "The price is 35 yuan.", "clean", None, None,
+         None, "r3", None),
+        ("zh-en", "crawl", 2, 302, "价格是36元。", "The price is 36 yuan.", "rejected",
+         "near_dup", "near_dup", 301, "r3", 0.82),
+    ], COLUMNS + ", near_dup_jaccard double")
+    rows = RunScores(table, "pair", None, [], None).rejected_samples([], table)
+    assert [duplicated(r) for r in rows] == [
+        "duplicate of crawl:1 (Jaccard 0.82): 价格是35元。 ||| The price is 35 yuan."]
+
+
 def test_a_one_run_history_is_labelled_by_the_runs_start() -> None:
     spec = history_chart([{"run_id": "a", "corpus": "c", "started_at": "2026-11-26 02:02:51.9",
                            "rows_in": 10, "kept": 9, "kept_share": 0.9}])

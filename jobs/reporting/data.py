@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 
 from jobs.filtering.config import FilterConfig, stored_filter_config
 from jobs.filtering.layout import Layout
+from jobs.filtering.near_dup import JACCARD
 from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN
 from jobs.kit.errors import ConfigError
@@ -393,6 +394,7 @@ class RunScores:
             self.df.where(F.col("outcome") == "rejected")
             .withColumn("n", F.row_number().over(pick)).where(F.col("n") <= SAMPLES)
             .select(self.key, "corpus", "line", "reject_stage", "reject_rule", "dup_of",
+                    *[c for c in (JACCARD,) if c in self.df.columns and c not in shown],
                     *self._text_columns(), *shown)
             .orderBy(self.key, "reject_rule", "n").collect())]
         survivors = sorted({r["dup_of"] for r in rows if r.get("dup_of") is not None})

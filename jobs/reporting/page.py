@@ -350,7 +350,9 @@ def duplicated(row: dict[str, Any]) -> str:
     if not dup:
         return f"duplicate of row {row['dup_of']} (no longer in the lake)"
     text = dup.get("text") or " ||| ".join(x for x in (dup.get("src"), dup.get("tgt")) if x)
-    return f"duplicate of {dup['corpus']}:{dup['line']}: {text}"
+    near = row.get("near_dup_jaccard")  # a near-duplicate (jobs/filtering/near_dup.py)
+    similar = f" (Jaccard {near:.2f})" if near is not None else ""
+    return f"duplicate of {dup['corpus']}:{dup['line']}{similar}: {text}"
 
 
 def samples_section(d: ReportData) -> str:
