@@ -12,8 +12,9 @@ as exact dedup chooses, so the result is the same on any cluster shape; the othe
 reject_rule `near_dup`, `dup_of` the survivor's row_id and `near_dup_jaccard` their Jaccard
 to it.
 
-All Spark-native: shingles by higher-order array functions, hashes by xxhash64, the
-permutations `(a*h + b) mod p` on 31-bit values (no overflow under ANSI arithmetic).
+Shingle hashes and the signatures' permutations `(a*h + c) mod p` in numpy over Arrow batches
+(udfs/minhash.py: as Spark SQL lambdas they were interpreted value by value, 25x the CPU);
+candidates, verification and groups as Spark joins and aggregations.
 A candidate bucket gives star edges (each row to the bucket's smallest id), so a bucket of k
 rows costs k edges, not k^2.
 """
@@ -24,6 +25,8 @@ import math
 import random
 from functools import cache
 
+import numpy as np
+import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -31,9 +34,9 @@ from jobs.filtering.config import FilterConfig, NearDupConf
 from jobs.filtering.stages import alive, reject_where
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
+from udfs.minhash import PRIME
 from udfs.scripts import unspaced
 
-PRIME = 2_147_483_647  # 2^31 - 1: a*h + b stays under 2^62
 SEED = 40
 MAX_ROUNDS = 50  # label propagation; a near-dup group's diameter is a few edges
 JACCARD = "near_dup_jaccard"
@@ -82,33 +85,34 @@ def text_of(cfg: NearDupConf, mono: bool) -> Column:
 
 
 def shingles(text: Column, cfg: NearDupConf, by_chars: bool) -> Column:
-    """The distinct 31-bit hashes of the text's shingles: character n-grams of the text
-    without spaces where `by_chars`, else word n-grams (punctuation dropped). A text shorter
+    """The distinct 31-bit hashes of the text's shingles (udfs/minhash.py): character
+    n-grams of the text without spaces where `by_chars`, else word n-grams. A text shorter
     than one shingle is one shingle."""
-    if by_chars:
-        n = cfg.char_ngram
-        bare = F.regexp_replace(text, r"\s+", "")
-        grams = F.transform(F.sequence(F.lit(1), F.greatest(F.length(bare) - n + 1, F.lit(1))),
-                            lambda i: F.substring(bare, i, n))
-    else:
-        n = cfg.word_ngram
-        words = F.filter(F.split(F.regexp_replace(text, r"[^\w\s]", " "), r"\s+"),
-                         lambda w: w != "")
-        grams = F.transform(F.sequence(F.lit(0), F.greatest(F.size(words) - n, F.lit(0))),
-                            lambda i: F.array_join(F.slice(words, i + 1, n), " "))
-    return F.array_distinct(F.transform(grams, lambda g: F.pmod(F.xxhash64(g), F.lit(PRIME))))
+    n = cfg.char_ngram if by_chars else cfg.word_ngram
 
+    @F.pandas_udf("array<long>")
+    def hashes(texts: pd.Series) -> pd.Series:
+        from udfs.minhash import shingle_hashes
 
-def permuted(a: int, c: int):
-    """h -> (a*h + c) mod p, as a Spark lambda (one argument: PySpark counts them)."""
-    return lambda h: F.pmod(h * a + c, F.lit(PRIME))
+        return shingle_hashes(texts, n, by_chars)
+
+    return hashes(text)
 
 
 def band_keys(hashes: Column, cfg: NearDupConf) -> Column:
-    """The b band keys of the MinHash signature of `hashes` (r minima each, hashed)."""
+    """The b band keys of the MinHash signature of `hashes` (udfs/minhash.py: numpy over
+    Arrow batches; the permutations as Spark lambdas are interpreted value by value)."""
     b, r = bands(cfg.threshold, cfg.num_perm)
-    mins = [F.array_min(F.transform(hashes, permuted(a, c))) for a, c in permutations(b * r)]
-    return F.array(*[F.xxhash64(F.lit(j), *mins[j * r:(j + 1) * r]) for j in range(b)])
+    perms = np.array(permutations(b * r), dtype=np.int64)
+    a, c = perms[:, 0], perms[:, 1]
+
+    @F.pandas_udf("array<long>")
+    def keys(h: pd.Series) -> pd.Series:
+        from udfs.minhash import band_keys as numpy_band_keys
+
+        return numpy_band_keys(h, a, c, r)
+
+    return keys(hashes)
 
 
 def jaccard(a: Column, b: Column) -> Column:
