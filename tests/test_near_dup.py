@@ -143,3 +143,12 @@ def test_a_refresh_refuses_it_until_it_is_lake_wide(tmp_path) -> None:
                       "near_dup: {enabled: true}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="near_dup is not lake-wide yet"):
         load_refresh_config(config, [])
+
+
+@pytest.mark.parametrize("setting", ["near_dup.threshold=1.5", "near_dup.num_perm=1",
+                                     "near_dup.side=both", "near_dup.word_ngram=0"])
+def test_a_bad_setting_is_a_config_error(setting: str) -> None:
+    from jobs.kit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="near_dup"):
+        config(setting)
