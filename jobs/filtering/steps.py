@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.cuts import apply_cuts, cut_rules
 from jobs.filtering.layout import Layout
+from jobs.filtering.near_dup import near_dup
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, pair_score_stage
 from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
 from jobs.filtering.scorer_rules import scorer_rules
@@ -172,8 +173,6 @@ class NearDup(Stage):
         return [("near_dup", "near_dup")] if self.on(cfg) else []
 
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
-        from jobs.filtering.near_dup import near_dup
-
         return near_dup(rows, run.cfg)
 
     def decide(self, run: Run, rows: DataFrame) -> DataFrame:
