@@ -418,3 +418,10 @@ def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None
     assert checked["by"] == "labelled pairs (--check)"
     assert checked["pairs"] <= 120 and 0 < checked["valid"] <= 60
     assert set(checked["inputs"]) == set(model["features"]) or len(model["features"]) == 1
+    # A check file of valid pairs only cannot rank: one line naming it, exit 2.
+    only_valid = tmp_path / "valid.tsv"
+    only_valid.write_text("".join(f"{z}\t{e}\tV\n" for z, e in pairs[:30]), encoding="utf-8")
+    assert train_main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "unchecked",
+                       "--lake", str(lake), "--max-pairs", "400", "--check", str(only_valid),
+                       "--input", str(DATA / "tatoeba-zh-en.zh"),
+                       str(DATA / "tatoeba-zh-en.en")]) == 2

@@ -226,12 +226,13 @@ def read_labelled(path: str) -> list[tuple[str, str, int, str]]:
 
 def feature_table(spark: SparkSession, rows: list, cfg: FilterConfig,
                   aligner: str | None) -> tuple[list[str], Any]:
-    """(features, pandas table of label, kind, held_apart, alive and f_<feature>) of `rows`
+    """(features, pandas table of src, tgt, label, kind, held_apart, alive, f_<feature>) of `rows`
     (src, tgt, label, kind, held_apart) as the filter scores them."""
     df = scored(spark, rows, cfg, aligner)
     names = [n for n in available(df.columns)
              if not (n == "embed_margin" and cfg.embedding.margin_k == 0)]
-    table = df.select("label", "kind", "held_apart", F.col("reject_rule").isNull().alias("alive"),
+    table = df.select("src", "tgt", "label", "kind", "held_apart",
+                      F.col("reject_rule").isNull().alias("alive"),
                       *[col.alias(name) for name, col in
                         feature_columns(names, rule_row(cfg)).items()]).toPandas()
     return names, table
@@ -244,7 +245,8 @@ def _x(table: Any, names: list[str]) -> Any:
 def train(spark: SparkSession, cfg: FilterConfig,
           pairs: list[tuple[str, str, str | None, str | None]],
           aligner: str | None = None,
-          check_rows: list[tuple[str, str, int, str]] | None = None) -> dict[str, Any]:
+          check_rows: list[tuple[str, str, int, str]] | None = None,
+          check_file: str = "") -> dict[str, Any]:
     """The model of clean pairs and the negatives made from them, and its held-apart
     measurements. `pairs`: clean pairs with their document neighbours (`positives`). Fitted on
     the rows the config's rules keep, as a filter run scores only those: a made pair that the
@@ -258,7 +260,10 @@ def train(spark: SparkSession, cfg: FilterConfig,
     if train_part.label.nunique() < 2:
         raise InputError("the rules reject every made pair (or every clean one): nothing to fit")
     x, y = _x(train_part, names), train_part.label.to_numpy()
-    folds = np.arange(len(y)) % HELD_APART  # the regularisation chosen on fifths of the rest
+    # The regularisation chosen on fifths of the rest, by a hash of the text: the same fifths
+    # however Spark ordered the rows.
+    folds = np.array([zlib.crc32(f"{s}\t{t}".encode()) % HELD_APART
+                      for s, t in zip(train_part.src, train_part.tgt, strict=True)])
     c, tried = choose_c(names, x, y, folds)
     model = fit_monotone(names, x, y, c)
     held = table[table.held_apart]
@@ -267,6 +272,9 @@ def train(spark: SparkSession, cfg: FilterConfig,
         _, real = feature_table(spark, [(s, t, v, lab, True) for s, t, v, lab in check_rows],
                                 cfg, aligner)
         real = real[real.alive]
+        if real.label.nunique() < 2:
+            raise InputError(f"--check {check_file}: the pairs the rules keep are all valid or "
+                             "all bad: a check needs both")
         checked = {**check(model, _x(real, names), real.label.to_numpy()),
                    "by": "labelled pairs (--check)"}
     else:
@@ -380,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         pairs, source = positives(spark, cfg, args, cfg.lake.database)
         log(f"training pair_score {args.name} of {cfg.pair} on {len(pairs)} clean pairs "
             f"({source})")
-        model = train(spark, cfg, pairs, aligner, check_rows)
+        model = train(spark, cfg, pairs, aligner, check_rows, args.check or "")
     path = save(lake, cfg.pair, args.name, {**model, "source": source})
     log(report(model))
     print(f"pair_score model {args.name} of {cfg.pair}: {path}")
