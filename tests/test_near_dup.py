@@ -152,3 +152,18 @@ def test_a_bad_setting_is_a_config_error(setting: str) -> None:
 
     with pytest.raises(ConfigError, match="near_dup"):
         config(setting)
+
+
+def test_words_keep_their_vowel_signs() -> None:
+    """Hindi, Tamil and Bengali (seed languages) are word-shingled whole: a regex of `\\w`
+    dropped their combining vowel signs and made distinct words the same fragments."""
+    from udfs.minhash import WORD, shingle_hashes
+
+    assert WORD.findall("हिन्दी भारत की राजभाषा है।") == ["हिन्दी", "भारत", "की", "राजभाषा", "है"]
+    assert WORD.findall("தமிழ் ஒரு மொழி.") == ["தமிழ்", "ஒரு", "மொழி"]
+    assert WORD.findall("don't stop, (2024)!") == ["don", "t", "stop", "2024"]
+    # Two Hindi sentences that share no word share no shingle.
+    import pandas as pd
+
+    a, b = shingle_hashes(pd.Series(["राम घर जाता है", "सीता बाजार गई थी"]), 1, False)
+    assert not set(a) & set(b)
