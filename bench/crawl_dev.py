@@ -184,15 +184,15 @@ def train_pair_score(spark: Any, root: Path, data: Path, n_pairs: int) -> dict[s
     """The pair_score of bench/pair_score.py's en-de training set, saved in the lake."""
     from bench.pair_score import newstest, spread
     from jobs.filtering.config import load_config
-    from jobs.filtering.pair_score_model import save
+    from jobs.lake.models import PairScoreStore
     from jobs.lake.store import Lake
     from jobs.scorer_training.pair_score import train
 
     cfg = load_config(None, ["embedding.enabled=true"], {"pair": PAIR})
     pairs = spread(newstest(data, PAIR, range(2017, 2020)), n_pairs)
     model = train(spark, cfg, [(s, t, None, None) for s, t in pairs])
-    save(Lake(spark, str(root), DB), PAIR, MODEL,
-         {**model, "source": f"newstest {PAIR} 2017-2019, {len(pairs)} pairs"})
+    PairScoreStore(Lake(spark, str(root), DB), PAIR).save_manifest(
+        MODEL, {**model, "source": f"newstest {PAIR} 2017-2019, {len(pairs)} pairs"})
     return {"train_pairs": len(pairs), "features": model["features"],
             "threshold": model["threshold"], "held_apart": model["held_apart"]}
 

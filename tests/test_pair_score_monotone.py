@@ -101,10 +101,18 @@ def test_labelled_pairs_are_read_and_a_bad_line_is_named(tmp_path: Path) -> None
 
 
 class EmptyLake:
+    """A lake with no saved model (what jobs/lake/models.py ModelStore reads of a Lake)."""
+
     root = "/nowhere"
 
     def exists(self, path: str) -> bool:
         return False
+
+    def list_dir(self, path: str) -> list[str]:
+        return []
+
+    def read_text(self, path: str) -> str | None:
+        return None
 
 
 def test_the_shipped_model_is_monotone_checked_and_credited() -> None:

@@ -17,19 +17,19 @@ negatives somewhat better (bench/pair_score.py prints both: zh-en held-apart AUC
 
 A model is a directory `<lake>/models/pair_score/<pair>/<name>/` holding `manifest.json`
 (features, weights, means/stds, the threshold that keeps 95% of held-apart clean pairs,
-training facts), written under a staging name and renamed, so it appears whole.
+training facts), saved by the lake's model store (jobs/lake/models.py `PairScoreStore`), so it
+appears whole.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from jobs.kit.config import CONF_DIR
 from jobs.kit.errors import ConfigError
+from jobs.lake.models import PairScoreStore
 from udfs.scripts import unspaced
 
 # How clean pairs are turned into bad ones (target side unless said otherwise). The first six
@@ -51,7 +51,6 @@ NEGATIVE_KINDS = (
 KEEP_VALID = 0.95  # the default threshold keeps this share of held-apart clean pairs
 KEEP_VALID_FLOOR = 0.99  # a threshold fitted to a run never goes below the one keeping this
 FIT_QUANTILES = (0.5, 0.75)  # held-apart clean scores' quantiles kept; a run fits at the first
-MODEL_STORE = "models/pair_score"
 # Models that ship with sluice, for any pair (bench/crawl_pair_score.py --ship writes them);
 # `pair_score.model: latest` falls back on the default where the lake has none of the pair.
 SHIPPED_DIR = CONF_DIR / "pair_score"
@@ -306,25 +305,6 @@ def thresholds(valid_scores: Any) -> dict[str, Any]:
             "clean_quantiles": {str(q): float(np.quantile(pos, q)) for q in FIT_QUANTILES}}
 
 
-def model_dir(lake_root: str, pair: str, name: str) -> str:
-    return f"{lake_root}/{MODEL_STORE}/{pair}/{name}"
-
-
-def save(lake: Any, pair: str, name: str, manifest: dict[str, Any]) -> str:
-    """Write the model under a staging name, then rename it into place (appears whole)."""
-    final = model_dir(lake.root, pair, name)
-    if lake.exists(final):
-        raise ConfigError(f"pair_score model {name} of {pair} exists ({final}): pick another "
-                          "--name")
-    staging = f"{lake.root}/{MODEL_STORE}/{pair}/.{name}.staging-{uuid.uuid4().hex[:8]}"
-    lake.mkdirs(staging)
-    manifest = {**manifest, "name": name, "pair": pair,
-                "created": datetime.now(UTC).isoformat(timespec="seconds")}
-    lake.write_text(f"{staging}/manifest.json", json.dumps(manifest, indent=1))
-    lake.rename(staging, final)
-    return final
-
-
 def shipped(name: str) -> dict[str, Any] | None:
     """A model that comes with sluice (conf/pair_score/<name>.json), for any pair."""
     path = SHIPPED_DIR / f"{name}.json"
@@ -335,25 +315,20 @@ def load(lake: Any, pair: str, name: str) -> dict[str, Any]:
     """The manifest of model `name` of `pair`: one in the lake's model store, else one that
     ships with sluice. `latest`: the pair's newest in the lake, else the shipped default
     (`SHIPPED_DEFAULT`, trained on human-labelled crawl pairs with the bundled encoder)."""
-    store = f"{lake.root}/{MODEL_STORE}/{pair}"
-    names = ([n for n in (p.rstrip("/").rsplit("/", 1)[-1] for p in lake.list_dir(store))
-              if not n.startswith(".")] if lake.exists(store) else [])
-    if name == "latest":
-        found = [json.loads(lake.read_text(f"{store}/{n}/manifest.json") or "{}") for n in names]
-        found = [m for m in found if m.get("created")]
-        if found:
-            return max(found, key=lambda m: (m["created"], m["name"]))
-        default = shipped(SHIPPED_DEFAULT)
-        if default is None:
+    store = PairScoreStore(lake, pair)
+    if name == store.LATEST:
+        if newest := store.latest():
+            return store.manifest(newest)
+        if (default := shipped(SHIPPED_DEFAULT)) is None:
             raise ConfigError(f"pair_score.model latest: no pair_score model of {pair} in "
-                              f"{store}; train one: python jobs/train_pair_score.py")
+                              f"{store.root}; {store.how_to_train}")
         return default
-    if name not in names:
-        if shipped(name) is not None:
-            return shipped(name)
-        raise ConfigError(f"pair_score.model {name}: no such model of {pair} in {store} "
-                          f"(found: {', '.join(sorted(names)) or 'none'})")
-    return json.loads(lake.read_text(f"{store}/{name}/manifest.json") or "{}")
+    if store.exists(name):
+        return store.manifest(name)
+    if shipped(name) is not None:
+        return shipped(name)
+    raise ConfigError(f"pair_score.model {name}: no such model of {pair} in {store.root} "
+                      f"(found: {', '.join(store.names()) or 'none'})")
 
 
 def check_scorers(model: dict[str, Any], cfg: Any) -> None:

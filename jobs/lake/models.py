@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
@@ -84,18 +85,22 @@ def for_executors(spark: SparkSession, path: str, what: str) -> str:
     )
 
 
-class AlignerStore:
-    """Word aligners saved in the lake, one directory per name: `<lake>/models/align/<pair>/
-    <name>/` with udfs/align_model.py's files and `manifest.json` (written last), which also
-    says what the aligner was trained on (pair, pairs used, source, run id, created time).
-    A new aligner is trained into `.staging-<name>` and renamed into place, so a name only
-    ever shows a whole model (as jobs/select_data.py does with its models)."""
+class ModelStore:
+    """Models saved in the lake, one directory per name: `<lake>/models/<kind>/<pair>/<name>/`
+    with the model's files and `manifest.json` (written last; it also says what the model was
+    trained on and when). A new model is written into a staging directory and renamed into
+    place, so a name only ever shows a whole model. One store for every kind the jobs save:
+    word aligners (`AlignerStore`) and pair_score models (`PairScoreStore`)."""
 
-    LATEST = "latest"  # `align.reference: latest`: the pair's most recently created aligner
+    LATEST = "latest"  # the pair's most recently created model
+    kind = ""  # the directory under models/
+    what = "model"  # how an error names one
+    setting = ""  # the config key that names one
+    how_to_train = ""  # what an error says to run when there is none
 
     def __init__(self, lake: Lake, pair: str) -> None:
         self.lake, self.pair = lake, pair
-        self.root = f"{lake.root}/models/align/{pair}"
+        self.root = f"{lake.root}/models/{self.kind}/{pair}"
 
     def path(self, name: str) -> str:
         return f"{self.root}/{name}"
@@ -105,36 +110,68 @@ class AlignerStore:
         return json.loads(text) if text else None
 
     def names(self) -> list[str]:
-        """Saved aligners (complete ones: with a manifest), sorted by name."""
+        """Saved models (complete ones: with a manifest), sorted by name."""
         listed = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in self.lake.list_dir(self.root))
         return [n for n in listed if not n.startswith(".") and self.manifest(n) is not None]
 
     def latest(self) -> str | None:
-        """The most recently created saved aligner for the pair (ties: the last name)."""
+        """The most recently created saved model of the pair (ties: the last name)."""
         created = {name: self.manifest(name).get("created", "") for name in self.names()}
         return max(created, key=lambda n: (created[n], n)) if created else None
 
     def resolve(self, reference: str) -> str:
-        """The saved aligner `reference` names (`latest`: the newest); ConfigError if none."""
-        name = self.latest() if reference == self.LATEST else check_name("aligner", reference)
+        """The saved model `reference` names (`latest`: the newest); ConfigError if none."""
+        name = self.latest() if reference == self.LATEST else check_name(self.what, reference)
         if name is None or self.manifest(name) is None:
             saved = ", ".join(self.names()) or "none"
             raise ConfigError(
-                f"align.reference {reference!r}: no {self.pair} aligner of that name under "
-                f"{self.root} (saved: {saved}); train one with `python -m jobs.align_reference`"
-                " or set align.reference null"
+                f"{self.setting} {reference!r}: no {self.pair} {self.what} of that name under "
+                f"{self.root} (saved: {saved}); {self.how_to_train}"
             )
         return name
 
-    def save(self, name: str, train: Callable[[str], object], replace: bool = False) -> str:
-        """`train(directory)` writes a model into a staging directory, renamed to `name`;
-        `replace`: an aligner of that name is replaced (a failed run's, retried), else kept."""
-        check_name("aligner name", name)  # a directory under the store, not outside it
+    def exists(self, name: str) -> bool:
+        return self.manifest(name) is not None
+
+    def save(self, name: str, write: Callable[[str], object], replace: bool = False) -> str:
+        """`write(directory)` writes a model (its manifest last) into a staging directory,
+        renamed to `name`; `replace`: a model of that name is replaced (a failed run's,
+        retried), else a ConfigError."""
+        check_name(f"{self.what} name", name)  # a directory under the store, not outside it
         final, staging = self.path(name), f"{self.root}/.staging-{name}"
-        if self.manifest(name) is not None and not replace:
-            raise ConfigError(f"aligner {name!r} already exists under {self.root}: pick a new name")
+        if self.exists(name) and not replace:
+            raise ConfigError(f"{self.what} {name!r} already exists under {self.root}: pick a "
+                              "new name")
         self.lake.delete(staging)  # left over from a run that died while training
-        train(staging)
+        write(staging)
         self.lake.delete(final)  # an incomplete one (no manifest)
         self.lake.rename(staging, final)
         return final
+
+
+class AlignerStore(ModelStore):
+    """Word aligners (udfs/align_model.py's files), trained by jobs/align_reference.py or by a
+    filter run on its own pairs; `align.reference` names one."""
+
+    kind, what, setting = "align", "aligner", "align.reference"
+    how_to_train = ("train one with `python -m jobs.align_reference` or set align.reference "
+                    "null")
+
+
+class PairScoreStore(ModelStore):
+    """pair_score models (jobs/filtering/pair_score_model.py: a manifest of weights),
+    trained by jobs/train_pair_score.py; `pair_score.model` names one."""
+
+    kind, what, setting = "pair_score", "pair_score model", "pair_score.model"
+    how_to_train = "train one with `python jobs/train_pair_score.py`"
+
+    def save_manifest(self, name: str, manifest: dict) -> str:
+        """A model that is its manifest alone, saved as a whole (staged, then renamed)."""
+        manifest = {**manifest, "name": name, "pair": self.pair,
+                    "created": datetime.now(UTC).isoformat(timespec="seconds")}
+
+        def write(staging: str) -> None:
+            self.lake.mkdirs(staging)
+            self.lake.write_text(f"{staging}/manifest.json", json.dumps(manifest, indent=1))
+
+        return self.save(name, write)

@@ -43,9 +43,7 @@ from jobs.filtering.pair_score_model import (
     check,
     choose_c,
     fit_monotone,
-    model_dir,
     negatives,
-    save,
     scores,
     single_input,
     thresholds,
@@ -60,7 +58,7 @@ from jobs.kit.config import (
 )
 from jobs.kit.errors import InputError
 from jobs.kit.progress import log
-from jobs.lake.models import AlignerStore, for_executors
+from jobs.lake.models import AlignerStore, PairScoreStore, for_executors
 from jobs.lake.runs import job_main, open_lake
 from udfs.pair_features import available, feature_columns
 
@@ -375,7 +373,8 @@ def run(args: argparse.Namespace) -> int:
     labelled_files = [read_labelled(path) for path in args.labelled or []]
     check_rows = read_labelled(args.check) if args.check else None
     spark, lake = open_lake("sluice-train-pair-score", cfg)
-    if lake.exists(model_dir(lake.root, cfg.pair, args.name)):
+    store = PairScoreStore(lake, cfg.pair)
+    if store.exists(args.name):
         raise ConfigError(f"pair_score model {args.name} of {cfg.pair} exists: pick another "
                           "--name")
     aligner = saved_aligner(lake, cfg)
@@ -389,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         log(f"training pair_score {args.name} of {cfg.pair} on {len(pairs)} clean pairs "
             f"({source})")
         model = train(spark, cfg, pairs, aligner, check_rows, args.check or "")
-    path = save(lake, cfg.pair, args.name, {**model, "source": source})
+    path = store.save_manifest(args.name, {**model, "source": source})
     log(report(model))
     print(f"pair_score model {args.name} of {cfg.pair}: {path}")
     return 0
