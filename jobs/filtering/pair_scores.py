@@ -15,6 +15,7 @@ from jobs.filtering.config import FilterConfig
 from jobs.filtering.scorer_rules import scorer_rules
 from jobs.filtering.stages import alive, reject_where
 from jobs.kit.progress import log
+from jobs.kit.sampling import first_by_key
 from jobs.lake.models import AlignerStore
 from jobs.lake.store import Lake
 
@@ -22,25 +23,15 @@ from jobs.lake.store import Lake
 def training_sample(df: DataFrame, n: int, seed: int = 13,
                     columns: tuple[str, ...] = ("src", "tgt")) -> list[tuple]:
     """Up to `n` alive pairs (their `columns`), drawn uniformly: the `n` with the smallest
-    seeded hash of their text, in that order. A pair's hash depends on its text alone, so the
-    sample is the same however the rows are partitioned (`sample()` draws per partition with
-    the partition's index in its seed, and `limit()` keeps whichever rows come first), and it
-    does not hinge on row ids (those hash the input's path)."""
+    seeded hash of their text, in that order (jobs/kit/sampling.py, the sampler every job
+    draws with). A pair's hash depends on its text alone, so the sample is the same however
+    the rows are partitioned (`sample()` draws per partition with the partition's index in
+    its seed, and `limit()` keeps whichever rows come first), and it does not hinge on row
+    ids (those hash the input's path)."""
+    key = F.xxhash64(F.lit(seed), "src", "tgt")
     pairs = df.where(alive()).select(*columns)
-    total = pairs.count()
-    if total == 0:
-        return []
-    ranked = pairs.withColumn("_rank", F.xxhash64(F.lit(seed), "src", "tgt"))
-    order = ["_rank", *columns]
-    fraction = 1.2 * n / total  # a little over n: the share under a threshold varies
-    if fraction < 1:
-        # The rows below a hash threshold are a prefix of the hash order: with at least n of
-        # them, they hold the n smallest, and each task sorts ~1.2n/total of its rows, not all.
-        below = min(-(1 << 63) + int(fraction * (1 << 64)), (1 << 63) - 1)
-        rows = ranked.where(F.col("_rank") < below).orderBy(*order).limit(n).collect()
-        if len(rows) == n:
-            return [tuple(r[c] for c in columns) for r in rows]
-    rows = ranked.orderBy(*order).limit(n).collect()
+    rows = (first_by_key(pairs, n, key, columns).withColumn("_rank", key)
+            .orderBy("_rank", *columns).collect())
     return [tuple(r[c] for c in columns) for r in rows]
 
 

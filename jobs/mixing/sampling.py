@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from jobs.kit.sampling import BUCKET_SHIFT  # the hash sampler's buckets, cut per source here
 from jobs.mixing.config import MixConfig
 
-BUCKET_SHIFT = 48  # the top 16 bits of the 64-bit hash
 QUANTILE_BINS = 65536
 
 
