@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from integration_helpers import JIT_OPTS, query_lake, submit_to
+from integration_helpers import JIT_OPTS, read_lake, submit_to
 
 from jobs.filtering.pair_scores import embed_profile
 
@@ -59,8 +59,8 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
     assert len(on_gpu) < len(stages)  # the CPU stages: the default profile, no GPU
     assert {s["Resource Profile Id"] for s in stages} - gpu_profiles == {0}
 
-    rows = query_lake(lake, {"scored": "SELECT count(embed_cosine), count(*) FROM "
-                                       "sluice.bitext_clean"})
+    rows = read_lake(lake, {"scored": "SELECT count(embed_cosine), count(*) FROM "
+                                      "sluice.bitext WHERE outcome = 'clean'"})
     ((scored, clean),) = rows["scored"]
     assert scored == clean > 1000
 

@@ -152,20 +152,9 @@ def error_line(done) -> str:
     return errors[0]
 
 
-def test_bad_requests_are_one_line_and_exit_2(runs) -> None:
-    lake = str(runs["lake"])
-    # One after another: a local lake's embedded metastore takes one job at a time (the
-    # second would exit 75, busy).
-    unknown = spark_submit("--redecide", "no-such-run", "--lake", lake)
-    never_scored = spark_submit("--redecide", "b1", "--lake", lake,
-                                "--set", "embedding.enabled=true")
-    assert "no-such-run" in error_line(unknown)
-    assert "did not run embedding" in error_line(never_scored)
-    rule_off = spark_submit("--redecide", "b1", "--lake", lake, "--set", "rules.disabled=[]")
-    recompute = spark_submit("--redecide", "b1", "--lake", lake,
-                             "--set", "normalize.strip_html=false")
-    assert "src_digit_share" in error_line(rule_off)
-    assert "normalize.strip_html" in error_line(recompute)
+def test_a_bad_request_through_spark_submit_is_one_line_and_exit_2(runs) -> None:
+    unknown = spark_submit("--redecide", "no-such-run", "--lake", str(runs["lake"]))
+    assert "no-such-run" in error_line(unknown)  # the other bad requests: in-process, below
 
 
 # -- the pair scorers, in this session's JVM (jobs.filtering.job.main, as
@@ -235,6 +224,25 @@ def test_a_row_readmitted_before_the_aligner_is_one_line_and_exit_2(aligned, cap
     said = error("ra-2", "rules.max_punct_share=0.5")
     assert "never reached the align scorer in run ra-2" in said
     assert "a later run replaced run ra-1's rows" in error("ra-1")
+
+
+def test_bad_requests_are_one_line_and_exit_2(aligned, capsys) -> None:
+    """What a re-decide cannot do from stored scores: a scorer the run did not run, a rule it
+    did not compute, a normalization it did not apply (the job's main in this JVM; the same
+    frame as a spark-submit, whose one line test_redecide.py's first runs check)."""
+    if not aligned["spark"].sql(f"SELECT 1 FROM {SCORED_DB}.runs WHERE run_id = 'ra-2'").take(1):
+        assert redecide_aligned(aligned, "ra-1", run_id="ra-2") == 0  # this test alone
+
+    def error(*sets: str) -> str:  # ra-2: the run whose rows the lake holds now
+        code = redecide_aligned(aligned, "ra-2", *sets, run_id="ra-bad")
+        err = capsys.readouterr().err.splitlines()
+        errors = [x for x in err if x.startswith("sluice: error")]
+        assert code == 2 and len(errors) == 1, err[-20:]
+        return errors[0]
+
+    assert "did not run embedding" in error("embedding.enabled=true")
+    assert "src_digit_share" in error("rules.disabled=[]")
+    assert "normalize.strip_html" in error("normalize.strip_html=false")
 
 
 def test_a_monolingual_run_is_re_decided_in_its_own_tables(spark, lake_root: Path,

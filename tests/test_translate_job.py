@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from integration_helpers import BT_BAD_LINES as BAD_LINES
-from integration_helpers import BT_FLAGS_STREAM, JIT_OPTS, query_lake, spark_env, submit_to
+from integration_helpers import BT_FLAGS_STREAM, JIT_OPTS, read_lake, spark_env, submit_to
 from integration_helpers import BT_MAX_IN as MAX_IN
 from integration_helpers import BT_MAX_OUT as MAX_OUT
 from integration_helpers import BT_STREAMS as STREAMS
@@ -216,7 +216,7 @@ def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, lake
     assert done.returncode == 0, done.stderr[-4000:]
 
     cols = "source_row_id, src, tgt, hypothesis, score, model"
-    rows = query_lake(root, {
+    rows = read_lake(root, {
         "record": "SELECT spark, status FROM sluice.runs WHERE run_id = 'cluster-bt'",
         **{r: f"SELECT {cols} FROM sluice.synthetic WHERE run_id = '{r}' ORDER BY source_row_id"
            for r in ("bt2", "cluster-bt")}})
