@@ -112,7 +112,8 @@ def test_chinese_text_is_compared_by_characters(spark) -> None:
 
 
 @pytest.mark.integration  # a whole filter job, in this process
-def test_the_filter_job_runs_the_stage_and_counts_it(spark, tmp_path, anki_pool) -> None:
+def test_the_filter_job_runs_the_stage_and_counts_it(spark, tmp_path, anki_pool,
+                                                     capsys) -> None:
     import pyarrow.dataset as ds
 
     from jobs.filtering.job import main
@@ -123,7 +124,7 @@ def test_the_filter_job_runs_the_stage_and_counts_it(spark, tmp_path, anki_pool)
     lake = tmp_path / "lake"
     assert main(["--pair", "zh-en", "--corpus", "crawl", "--input", str(tsv), "--lake",
                  str(lake), "--set", "near_dup.enabled=true", "--set", "near_dup.side=tgt",
-                 "--set", "near_dup.threshold=0.6"]) == 0
+                 "--set", "near_dup.threshold=0.6", "--run-id", "nd-1"]) == 0
     rows = ds.dataset(lake / "tables/bitext", partitioning="hive").to_table().to_pylist()
     near = [r for r in rows if r["reject_rule"] == "near_dup"]
     assert len(near) >= 40 and all(r["line"] > len(pairs) for r in near)
@@ -132,6 +133,12 @@ def test_the_filter_job_runs_the_stage_and_counts_it(spark, tmp_path, anki_pool)
     stats = ds.dataset(lake / "tables/filter_stats", partitioning="hive").to_table().to_pylist()
     step = [s for s in stats if s["stage"] == "near_dup"]
     assert [s["rule"] for s in step] == ["near_dup"] and step[0]["rows_rejected"] == len(near)
+
+    # Near-duplicates are found from the text, not decided from a stored score: a re-decide
+    # may not turn the stage off (its rows would keep their survivor and Jaccard).
+    assert main(["--redecide", "nd-1", "--lake", str(lake), "--run-id", "nd-2",
+                 "--set", "near_dup.enabled=false"]) == 2
+    assert "near_dup.enabled changes how scores are computed" in capsys.readouterr().err
 
 
 def test_a_refresh_refuses_it_until_it_is_lake_wide(tmp_path) -> None:
