@@ -73,14 +73,15 @@ def query_lake(lake: Path, queries: dict[str, str]) -> dict[str, list[list]]:
     return json.loads(line.removeprefix("JSON:"))
 
 
-def read_lake(lake: Path, queries: dict[str, str]) -> dict[str, list[list]]:
+def read_lake(lake: Path, queries: dict[str, str], database: str = "sluice"
+              ) -> dict[str, list[list]]:
     """Named queries over the lake's committed Parquet files with duckdb, no JVM (`sluice
     query`, jobs/lake/plain_query.py): for tests that check rows, not what the catalog shows
     (query_lake; tests/test_lake_readers.py checks that the two agree). Tables, not the
     catalog's views: `bitext WHERE outcome = 'clean'` for `bitext_clean`."""
     from jobs.lake.plain_query import connect
 
-    con = connect(Path(lake))
+    con = connect(Path(lake), database)
     try:
         return {name: [list(row) for row in con.execute(q).fetchall()]
                 for name, q in queries.items()}

@@ -17,7 +17,7 @@ import pytest
 from integration_helpers import (
     JIT_OPTS,
     alongside,
-    query_lake,
+    read_lake,
     spark_default,
     submit_to,
 )
@@ -30,7 +30,8 @@ SHUFFLE = "spark.sql.shuffle.partitions"
 EXECUTORS = ("--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
              "--executor-memory", "1g", "--conf", f"{SHUFFLE}=5",
              "--conf", f"spark.executor.extraJavaOptions={JIT_OPTS}")
-DECIDED = "SELECT {cols}, {reject} FROM {db}.bitext_{outcome} WHERE run_id = '{run}'"
+DECIDED = ("SELECT {cols}, {reject} FROM {db}.bitext WHERE outcome = '{outcome}' "
+           "AND run_id = '{run}'")
 RUN = "SELECT spark, status FROM {db}.runs WHERE run_id = '{run}'"
 
 
@@ -54,11 +55,11 @@ def decided_queries(db: str, run_id: str, columns: list[str]) -> dict[str, str]:
     return {"run": RUN.format(db=db, run=run_id), **q}
 
 
-def in_session(spark, queries: dict[str, str]) -> dict[str, list[list]]:
-    """What query_lake.py answers, as it answers it (JSON of the collected rows), from a lake
-    of the test session's own catalog."""
-    out = {name: [list(row) for row in spark.sql(q).collect()] for name, q in queries.items()}
-    return json.loads(json.dumps(out, default=str))
+def committed(lake: Path, db: str, queries: dict[str, str]) -> dict[str, list[list]]:
+    """The answers from the lake's committed Parquet files (duckdb, no JVM: read_lake), the
+    local and the cluster lake read alike, so their rows compare bit for bit. The cluster
+    lake's catalog is read by the re-decide and the report below."""
+    return read_lake(lake, queries, database=db)
 
 
 # Every column but run_id: text, provenance and every score.
@@ -79,7 +80,7 @@ def cluster(standalone):
     return standalone  # the session's cluster (conftest.py), shared with the GPU test
 
 
-def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request, spark,
+def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
                                                     scored_config: Path):
     """conftest.py's `scored_config` (1,500 Tatoeba pairs, both pair scorers) submitted to the
     cluster; its local[2] run (`scored_tatoeba`, in the test session's JVM) is made meanwhile
@@ -91,8 +92,8 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
         lambda: request.getfixturevalue("scored_tatoeba"))
     assert "kept" in ok(done)
     db = local["database"]
-    remote_rows = query_lake(remote, decided_queries(db, "cluster-1", SCORE_COLUMNS))
-    local_rows = in_session(spark, decided_queries(db, local["run_id"], SCORE_COLUMNS))
+    remote_rows = committed(remote, db, decided_queries(db, "cluster-1", SCORE_COLUMNS))
+    local_rows = committed(local["lake"], db, decided_queries(db, local["run_id"], SCORE_COLUMNS))
 
     facts = run_record(remote_rows["run"])
     assert facts["master"] == cluster.url  # not silently local
@@ -119,7 +120,7 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
                  "--run-id", "cluster-2", "--set", f"lake.database={db}",
                  "--set", "embedding.min_margin=1.02", spark_args=EXECUTORS))
     columns = ["row_id", "embed_cosine", "embed_margin"]
-    again = query_lake(remote, decided_queries(db, "cluster-2", columns))
+    again = committed(remote, db, decided_queries(db, "cluster-2", columns))
     assert run_record(again["run"])["master"] == cluster.url
     before = {r[0]: r for r in remote_rows["clean"] + remote_rows["rejected"]}
     after = {r[0]: r for r in again["clean"] + again["rejected"]}
