@@ -3,9 +3,11 @@
 The ParaCrawl human labels (../shared/data/bitext/paracrawl-human-labels/, English with 25
 languages; V valid, A misaligned, MT machine translation, E error, F free, L wrong language,
 T tokenization) go through the filter's own scoring (jobs/scorer_training/pair_score.py
-`scored`: normalize, the rules' scores, the bundled USE encoder's cosine on every row), and
+`scored`: normalize, the rules' scores, the --encoder's cosine on every row; the bundled USE
+by default), and
 the features the filter's pair_score reads (udfs/pair_features.py) are kept, one Parquet file
-per release in --work (computed once; ~12 minutes for both releases on local[2]).
+per release and encoder in --work (computed once; ~12 minutes for both releases on local[2]
+with USE, ~45 with e5-small).
 
 Then leave one language out: for each language L, a model is trained on release 6.2's labels
 of the other 24 languages (jobs/filtering/pair_score_model.py `train_on_labels`: monotone
@@ -16,10 +18,11 @@ vs machine translation (MT), for the model and each input alone, over the pairs 
 keep; the default decision's valid kept and misaligned / wrong-language rejected (the rules
 plus the model's threshold), each with a bootstrap 95% interval.
 
-    python bench/crawl_pair_score.py [--work DIR] [--langs da,fr,...] [--out result.json]
-        [--ship conf/pair_score/paracrawl-use.json]
+    python bench/crawl_pair_score.py [--encoder use-multilingual|e5-small] [--work DIR]
+        [--langs da,fr,...] [--out result.json] [--ship conf/pair_score/paracrawl-use.json]
 
-`--ship` trains on release 6.2 of every language and writes the model the filter ships.
+`--ship` trains on release 6.2 of every language and writes the model the filter ships for
+that encoder (conf/pair_score/paracrawl-use.json, paracrawl-e5-small.json).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ RESAMPLES = 1000
 SEED = 7
 
 
-def features(spark: Any, release: str, langs: list[str]) -> Any:
+def features(spark: Any, release: str, langs: list[str], encoder: str) -> Any:
     """One row per labelled pair of `release`: lang, label, alive (kept by the rules),
     reject_rule and every pair_score feature, scored as the filter scores."""
     import pandas as pd
@@ -54,7 +57,8 @@ def features(spark: Any, release: str, langs: list[str]) -> Any:
     parts = []
     for lang in langs:
         rows = labelled_pairs(LABELS / release / f"sorted.en-{lang}")
-        cfg = load_config(None, ["embedding.enabled=true"], {"pair": f"en-{lang}"})
+        cfg = load_config(None, ["embedding.enabled=true", f"embedding.encoder={encoder}"],
+                          {"pair": f"en-{lang}"})
         df = scored(spark, [(s, t, int(label == "V"), label, False) for s, t, label in rows],
                     cfg)
         names = available(df.columns)
@@ -69,13 +73,13 @@ def features(spark: Any, release: str, langs: list[str]) -> Any:
     return pd.concat(parts, ignore_index=True)
 
 
-def cached_features(work: Path, langs: list[str]) -> dict[str, Any]:
+def cached_features(work: Path, langs: list[str], encoder: str) -> dict[str, Any]:
     """{release: features}, computed once into --work."""
     import pandas as pd
 
     out, missing = {}, []
     for release in (TRAIN_RELEASE, TEST_RELEASE):
-        path = work / f"{release}.parquet"
+        path = work / cache_name(release, encoder)
         if path.is_file():
             out[release] = pd.read_parquet(path).rename(
                 columns=lambda c: c.removeprefix("f_"))
@@ -88,10 +92,16 @@ def cached_features(work: Path, langs: list[str]) -> dict[str, Any]:
                               conf={"spark.sql.shuffle.partitions": "4",
                                     "spark.ui.enabled": "false"})
         for release in missing:
-            out[release] = features(spark, release, langs)
-            out[release].to_parquet(work / f"{release}.parquet")
+            out[release] = features(spark, release, langs, encoder)
+            out[release].to_parquet(work / cache_name(release, encoder))
         spark.stop()
     return out
+
+
+def cache_name(release: str, encoder: str) -> str:
+    # USE's files keep the name they had before there was a choice of encoder.
+    return f"{release}.parquet" if encoder == "use-multilingual" else \
+        f"{release}.{encoder}.parquet"
 
 
 def all_langs() -> list[str]:
@@ -173,20 +183,20 @@ def trained(train: Any, names: list[str]) -> dict[str, Any]:
     return train_on_labels(names, x, y, kept.lang.to_numpy())
 
 
-def ship(train: Any, out: Path) -> None:
-    """The model sluice ships for the bundled encoder, trained on every language."""
+def ship(train: Any, out: Path, encoder: str) -> None:
+    """The model sluice ships for `encoder`, trained on every language."""
     from datetime import UTC, datetime
 
     model = trained(train, list(SHIPPED_FEATURES))
     manifest = {
-        **model, "name": "paracrawl-use", "pair": "any",
+        **model, "name": out.stem, "pair": "any",
         "source": f"ParaCrawl human evaluations, {TRAIN_RELEASE}: English with "
                   f"{train.lang.nunique()} languages, {int(train.alive.sum())} labelled pairs "
                   "the default rules keep (github.com/paracrawl/human-evaluations, "
                   "CC-BY-SA-4.0); V valid, every other label not",
-        "trained_by": "python bench/crawl_pair_score.py --ship " + str(out),
+        "trained_by": f"python bench/crawl_pair_score.py --encoder {encoder} --ship {out}",
         "train_pairs": int(train.alive.sum()), "negatives": [], "labels": "human",
-        "align": False, "aligner": None, "embedding": True, "encoder": "use-multilingual",
+        "align": False, "aligner": None, "embedding": True, "encoder": encoder,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -244,6 +254,8 @@ def table(results: dict[str, Any]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--encoder", default="use-multilingual",
+                   help="a key of embedding.encoders: use-multilingual or e5-small")
     p.add_argument("--work", type=Path, default=Path("/tmp/sluice-crawl-pair-score"))
     p.add_argument("--langs", default="", help="comma-separated; default: all 25")
     p.add_argument("--out", type=Path)
@@ -251,9 +263,9 @@ def main() -> None:
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     langs = [x for x in args.langs.split(",") if x] or all_langs()
-    data = cached_features(args.work, all_langs())
+    data = cached_features(args.work, all_langs(), args.encoder)
     if args.ship:
-        ship(data[TRAIN_RELEASE], args.ship)
+        ship(data[TRAIN_RELEASE], args.ship, args.encoder)
         return
     results = leave_one_language_out(data, langs)
     print(table(results))

@@ -8,6 +8,8 @@ falling back to a saved aligner or to no scores (with a warning), per-pair thres
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,10 +19,11 @@ import udfs.align
 from jobs.filtering.config import load_config
 from jobs.filtering.pair_scores import align_stage, check_aligner, choose_aligner
 from jobs.kit.errors import ConfigError
-from jobs.lake.models import AlignerStore
+from jobs.lake.models import STAGING_STALE_S, AlignerStore
 from jobs.lake.runs import exit_code
 from jobs.lake.store import Lake
 from jobs.scorer_training.align_reference import main as align_reference
+from udfs.paths import local_path
 
 # Each test trains or loads aligners through the align stage on a whole run's pairs: the
 # full suite's, not the fast tier's.
@@ -128,8 +131,13 @@ def test_latest_is_the_newest_and_the_cli_saves_a_reference(first_run, store, tm
     root = store.lake.root
     argv = ["--pair", "zh-en", "--input", str(ZH), str(EN), "--lake", root]
     assert align_reference([*argv, "--name", "tatoeba-ref"]) == 2  # too few pairs: refused
+    dead = Path(local_path(store.root)) / ".staging-tatoeba-ref-killed"  # a killed save's
+    dead.mkdir(parents=True)
+    old = time.time() - STAGING_STALE_S - 60
+    os.utime(dead, (old, old))
     assert align_reference([*argv, "--name", "tatoeba-ref", "--config", str(conf)]) == 0
     assert store.names() == ["run-1", "tatoeba-ref"]
+    assert not list(dead.parent.glob(".staging-*"))  # its staging renamed, the dead one gone
     manifest = store.manifest("tatoeba-ref")
     assert manifest["source"] == f"{ZH} + {EN}" and manifest["sample_pairs_used"] == 2000
     assert manifest["created"] > store.manifest("run-1")["created"]

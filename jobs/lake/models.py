@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from urllib.parse import urlparse
@@ -32,6 +34,10 @@ from jobs.lake.store import Lake
 from udfs.paths import is_local_path
 
 INSTALLATION = CONF_DIR.parent  # where `make setup` (or the image) put models/
+# A model's staging directory (`.staging-<name>-<attempt>`) untouched this long belongs to a
+# save that died (killed while training): the next save of that name removes it. Training a
+# model takes minutes; a day leaves any live one alone.
+STAGING_STALE_S = 24 * 3600
 SHIPPING_KEYS = (
     "spark.archives",
     "spark.yarn.dist.archives",
@@ -134,19 +140,37 @@ class ModelStore:
         return self.manifest(name) is not None
 
     def save(self, name: str, write: Callable[[str], object], replace: bool = False) -> str:
-        """`write(directory)` writes a model (its manifest last) into a staging directory,
-        renamed to `name`; `replace`: a model of that name is replaced (a failed run's,
-        retried), else a ConfigError."""
+        """`write(directory)` writes a model (its manifest last) into a staging directory of
+        this attempt's own, renamed to `name` under the lake's commit lock; `replace`: a model
+        of that name is replaced (a failed run's, retried), else a ConfigError, also when
+        another save of that name finished while this one was writing."""
         check_name(f"{self.what} name", name)  # a directory under the store, not outside it
-        final, staging = self.path(name), f"{self.root}/.staging-{name}"
+        final = self.path(name)
         if self.exists(name) and not replace:
             raise ConfigError(f"{self.what} {name!r} already exists under {self.root}: pick a "
                               "new name")
-        self.lake.delete(staging)  # left over from a run that died while training
-        write(staging)
-        self.lake.delete(final)  # an incomplete one (no manifest)
-        self.lake.rename(staging, final)
+        self.remove_dead_staging(name)
+        staging = f"{self.root}/.staging-{name}-{uuid.uuid4().hex[:12]}"
+        try:
+            write(staging)
+            with self.lake.exclusive(f"{self.what} {name}"):
+                if self.exists(name) and not replace:
+                    raise ConfigError(f"{self.what} {name!r} was saved under {self.root} by "
+                                      "another run while this one trained: pick a new name")
+                self.lake.delete(final)  # an incomplete one (no manifest), or replaced
+                self.lake.rename(staging, final)
+        finally:
+            self.lake.delete(staging)  # a failed attempt's; nothing once renamed
         return final
+
+    def remove_dead_staging(self, name: str) -> None:
+        """Staging directories of `name` older than STAGING_STALE_S: saves that died."""
+        prefix = f".staging-{name}-"
+        for path in self.lake.list_dir(self.root):
+            base = path.rstrip("/").rsplit("/", 1)[-1]
+            if base.startswith(prefix) and \
+                    time.time() - self.lake.modified(path) > STAGING_STALE_S:
+                self.lake.delete(path)
 
 
 class AlignerStore(ModelStore):

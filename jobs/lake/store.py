@@ -161,6 +161,10 @@ class Lake:
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
 
+    def modified(self, path: str) -> float:
+        """When `path` was last modified, in seconds since the epoch."""
+        return self._fs(path).getFileStatus(self._Path(path)).getModificationTime() / 1000
+
     def rename(self, src: str, dst: str) -> None:
         self.mkdirs(dst.rsplit("/", 1)[0])
         if not self._fs(src).rename(self._Path(src), self._Path(dst)):
