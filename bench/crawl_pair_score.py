@@ -43,9 +43,10 @@ RESAMPLES = 1000
 SEED = 7
 
 
-def features(spark: Any, release: str, langs: list[str], encoder: str) -> Any:
+def features(spark: Any, release: str, langs: list[str], encoder: str, work: Path) -> Any:
     """One row per labelled pair of `release`: lang, label, alive (kept by the rules),
-    reject_rule and every pair_score feature, scored as the filter scores."""
+    reject_rule and every pair_score feature, scored as the filter scores. Each language's
+    rows are kept in `work` as they are done (a long e5-small run resumes where it stopped)."""
     import pandas as pd
     from pyspark.sql import functions as F
 
@@ -56,6 +57,10 @@ def features(spark: Any, release: str, langs: list[str], encoder: str) -> Any:
 
     parts = []
     for lang in langs:
+        done = work / f"{cache_name(release, encoder)}.parts" / f"{lang}.parquet"
+        if done.is_file():
+            parts.append(pd.read_parquet(done))
+            continue
         rows = labelled_pairs(LABELS / release / f"sorted.en-{lang}")
         cfg = load_config(None, ["embedding.enabled=true", f"embedding.encoder={encoder}"],
                           {"pair": f"en-{lang}"})
@@ -69,6 +74,8 @@ def features(spark: Any, release: str, langs: list[str], encoder: str) -> Any:
                          ).toPandas()
         print(f"{release} en-{lang}: {len(part)} pairs, {int(part.alive.sum())} kept by the "
               "rules", flush=True)
+        done.parent.mkdir(parents=True, exist_ok=True)
+        part.to_parquet(done)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
 
@@ -92,7 +99,7 @@ def cached_features(work: Path, langs: list[str], encoder: str) -> dict[str, Any
                               conf={"spark.sql.shuffle.partitions": "4",
                                     "spark.ui.enabled": "false"})
         for release in missing:
-            out[release] = features(spark, release, langs, encoder)
+            out[release] = features(spark, release, langs, encoder, work)
             out[release].to_parquet(work / cache_name(release, encoder))
         spark.stop()
     return out

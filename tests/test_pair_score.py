@@ -186,7 +186,8 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
     for r in checked:
         values = {n: r[f"f_{n}"] for n in model["features"]}
         assert r["pair_score"] == pytest.approx(score_python(model, values), abs=1e-9)
-    assert load(Lake(spark, str(lake), "sluice"), "zh-en", "latest")["name"] == "tatoeba"
+    assert load(Lake(spark, str(lake), "sluice"), "zh-en", "latest",
+                "use-multilingual")["name"] == "tatoeba"
 
 
 @pytest.mark.integration  # whole training and filter jobs, in this process

@@ -12,6 +12,7 @@ import pytest
 
 from jobs.filtering.pair_score_model import (
     SHIPPED_DEFAULT,
+    SHIPPED_FOR_ENCODER,
     auc,
     check,
     fit_monotone,
@@ -115,21 +116,28 @@ class EmptyLake:
         return None
 
 
-def test_the_shipped_model_is_monotone_checked_and_credited() -> None:
-    model = shipped(SHIPPED_DEFAULT)
-    assert model is not None and model["name"] == SHIPPED_DEFAULT
-    for name, weight in zip(model["features"], model["weights"], strict=True):
-        assert weight * BY_NAME[name].better >= 0, name
+@pytest.mark.parametrize("encoder", sorted(SHIPPED_FOR_ENCODER))
+def test_the_shipped_model_is_monotone_checked_and_credited(encoder: str) -> None:
+    name = SHIPPED_FOR_ENCODER[encoder]
+    model = shipped(name)
+    assert model is not None and model["name"] == name
+    for feature, weight in zip(model["features"], model["weights"], strict=True):
+        assert weight * BY_NAME[feature].better >= 0, feature
     assert "embed_cosine" in model["features"]
-    assert model["encoder"] == "use-multilingual" and model["embedding"] and not model["align"]
+    assert model["encoder"] == encoder and model["embedding"] and not model["align"]
     assert model["check"]["not_worse"] and model["check"]["by"] == "leave one group out"
     assert "CC-BY-SA-4.0" in model["source"] and "paracrawl" in model["source"].lower()
-    # `latest` with no model of the pair in the lake is the shipped one; a name that is
-    # neither in the lake nor shipped stays an error.
-    assert load(EmptyLake(), "en-da", "latest")["name"] == SHIPPED_DEFAULT
-    assert load(EmptyLake(), "en-da", SHIPPED_DEFAULT)["name"] == SHIPPED_DEFAULT
+    # `latest` with no model of the pair in the lake is the one shipped for the run's
+    # encoder; a name that is neither in the lake nor shipped stays an error.
+    assert load(EmptyLake(), "en-da", "latest", encoder)["name"] == name
+    assert load(EmptyLake(), "en-da", name, "labse")["name"] == name
     with pytest.raises(ConfigError, match="pair_score.model nope: no such model"):
-        load(EmptyLake(), "en-da", "nope")
+        load(EmptyLake(), "en-da", "nope", encoder)
+
+
+def test_latest_with_an_encoder_nothing_ships_for_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="none ships for the labse encoder"):
+        load(EmptyLake(), "en-da", "latest", "labse")
 
 
 def test_the_shipped_model_needs_the_scorers_it_was_trained_with() -> None:
@@ -137,9 +145,12 @@ def test_the_shipped_model_needs_the_scorers_it_was_trained_with() -> None:
     from jobs.filtering.pair_score_model import check_scorers
 
     model = json.loads((REPO / f"conf/pair_score/{SHIPPED_DEFAULT}.json").read_text())
-    check_scorers(model, load_config(None, ["embedding.enabled=true"], {"pair": "en-da"}))
+    check_scorers(model, load_config(None, ["embedding.enabled=true"], {"pair": "en-fr"}))
     with pytest.raises(ConfigError, match="reads the embedding cosine"):
-        check_scorers(model, load_config(None, [], {"pair": "en-da"}))
+        check_scorers(model, load_config(None, [], {"pair": "en-fr"}))
+    # en-da embeds with e5-small (USE does not know Danish): USE's model is refused there
+    with pytest.raises(ConfigError, match="this run embeds with e5-small"):
+        check_scorers(model, load_config(None, ["embedding.enabled=true"], {"pair": "en-da"}))
     with pytest.raises(ConfigError, match="trained with the use-multilingual encoder"):
         check_scorers(model, load_config(None, ["embedding.enabled=true",
                                                 "embedding.encoder=labse"], {"pair": "en-da"}))

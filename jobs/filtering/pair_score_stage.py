@@ -93,7 +93,7 @@ def pair_score_stage(df: DataFrame, cfg: FilterConfig, lake: Any) -> tuple[DataF
     """`df` with `pair_score` and `pair_score_threshold` (null on rows already rejected) and
     its rejections; the model's manifest. A model whose features this run does not store is a
     config error. `df` is read twice when the threshold is fitted: stage it first."""
-    model = load(lake, cfg.pair, cfg.pair_score.model)
+    model = load(lake, cfg.pair, cfg.pair_score.model, cfg.embedding.encoder)
     check_scorers(model, cfg)
     missing = sorted(set(model["features"]) - set(available(df.columns)))
     if missing:

@@ -167,7 +167,8 @@ class RedecideRun(FilterRun):
         re-decide does not fit them again); else the model's."""
         if not self.cfg.pair_score.enabled:
             return None
-        model = load_pair_score_model(self.lake, self.cfg.pair, self.cfg.pair_score.model)
+        model = load_pair_score_model(self.lake, self.cfg.pair, self.cfg.pair_score.model,
+                                      self.cfg.embedding.encoder)
         if fits(self.cfg, model) and THRESHOLD_COLUMN in stored.columns:
             return F.col(THRESHOLD_COLUMN)
         return F.lit(pair_score_threshold(self.cfg, model))

@@ -443,7 +443,9 @@ def pair_score_model_threshold(lake: Lake, run: Run) -> float | None:
     if not ps.get("enabled") or ps.get("min_score") is not None or not run.config.get("pair"):
         return None
     try:
-        return float(load_pair_score_model(lake, run.config["pair"], ps["model"])["threshold"])
+        return float(load_pair_score_model(
+            lake, run.config["pair"], ps["model"],
+            run.config.get("embedding", {}).get("encoder"))["threshold"])
     except (ConfigError, KeyError, OSError, ValueError):
         return None
 
