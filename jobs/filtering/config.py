@@ -211,17 +211,12 @@ class EmbeddingConf(Strict):
             return data
         data = dict(data)
         encoders = {name: dict(enc) for name, enc in data.get("encoders", {}).items()}
-        name = data.get("encoder", "use-multilingual")
-        # `auto`: whichever encoder the pair gets, this run's thresholds are these
-        for chosen in (encoders.setdefault(n, {}) for n in
-                       (data.get("auto", []) if name == AUTO_ENCODER else [name])):
-            if "min_margin" in data:
-                chosen["min_margin"] = data["min_margin"]
-            if "min_cosine" in data:
-                chosen["min_cosine"] = data["min_cosine"]
-                chosen["min_cosine_by_pair"] = {}
-        data.pop("min_margin", None)
-        data.pop("min_cosine", None)
+        chosen = encoders.setdefault(data.get("encoder", "use-multilingual"), {})
+        if "min_margin" in data:
+            chosen["min_margin"] = data.pop("min_margin")
+        if "min_cosine" in data:
+            chosen["min_cosine"] = data.pop("min_cosine")
+            chosen["min_cosine_by_pair"] = {}
         return {**data, "encoders": encoders}
 
     @model_validator(mode="after")
@@ -231,25 +226,18 @@ class EmbeddingConf(Strict):
         if unknown:
             raise ValueError(f"embedding.encoder {unknown[0]!r} (or in embedding.auto) is not "
                              f"one of {sorted(self.encoders)}")
-        if self.encoder == AUTO_ENCODER and not self.auto:
+        if self.encoder == AUTO_ENCODER and self.enabled:  # FilterConfig found none to choose
             raise ValueError("embedding.encoder auto: list the encoders to choose from in "
                              "embedding.auto")
         return self
 
-    def choose(self, langs: list[str]) -> None:
-        """`auto` becomes the first encoder of `auto` trained on every one of `langs` (its
-        `languages`; none listed: any), so the resolved config, the thresholds and a
-        pair_score model all name a real encoder."""
-        if self.encoder == AUTO_ENCODER:
-            fits = [n for n in self.auto if self.encoders[n].languages is None
-                    or set(langs) <= set(self.encoders[n].languages)]
-            if not fits:
-                raise ValueError(f"embedding.encoder auto: none of {self.auto} knows "
-                                 f"{'-'.join(langs)}: name one in embedding.encoder")
-            self.encoder = fits[0]
-        if self.enabled and self.device == "cuda" and self.chosen.backend in CPU_BACKENDS:
+    @model_validator(mode="after")
+    def cpu_encoder_on_the_cpu(self) -> EmbeddingConf:
+        if self.enabled and self.encoder != AUTO_ENCODER and self.device == "cuda" \
+                and self.chosen.backend in CPU_BACKENDS:
             raise ValueError(f"the {self.chosen.backend!r} encoder runs on the CPU only: set "
                              "embedding.device auto")
+        return self
 
     @property
     def chosen(self) -> EncoderConf:
@@ -329,12 +317,29 @@ class FilterConfig(JobConfig):
                 )
         return self
 
-    @model_validator(mode="after")
-    def encoder_for_the_languages(self) -> FilterConfig:
-        """`embedding.encoder: auto` resolved for this run's languages (EmbeddingConf.choose)."""
-        langs = [self.lang] if self.lang else self.pair.split("-") if self.pair else []
-        self.embedding.choose(langs)
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def encoder_for_the_languages(cls, data: Any) -> Any:
+        """`embedding.encoder: auto` becomes the first encoder of `embedding.auto` trained on
+        both of the run's languages (its `languages`; none listed: any), before the embedding
+        section is read: its threshold shorthand (`embedding.min_cosine`) then sets the chosen
+        encoder's alone, and the resolved config, its thresholds and a pair_score model all
+        name a real encoder."""
+        emb = data.get("embedding") if isinstance(data, dict) else None
+        if not isinstance(emb, dict) or emb.get("encoder") != AUTO_ENCODER:
+            return data
+        lang, pair = data.get("lang"), data.get("pair")
+        langs = {lang} if lang else set(str(pair).split("-")) if pair else set()
+        encoders, candidates = emb.get("encoders") or {}, emb.get("auto") or []
+        if not all(isinstance(encoders.get(n), dict) for n in candidates):
+            return data  # EmbeddingConf names the unknown one
+        fits = [n for n in candidates if encoders[n].get("languages") is None
+                or langs <= set(encoders[n]["languages"])]
+        if not fits and emb.get("enabled"):
+            raise ValueError(f"embedding.encoder auto: none of {candidates} knows "
+                             f"{pair or lang}: name one in embedding.encoder")
+        chosen = (fits or candidates or [AUTO_ENCODER])[0]
+        return {**data, "embedding": {**emb, "encoder": chosen}}
 
     @model_validator(mode="after")
     def lm_models(self) -> FilterConfig:

@@ -347,7 +347,8 @@ def check_scorers(model: dict[str, Any], cfg: Any) -> None:
         raise ConfigError(f"pair_score model {model['name']} ({where}) was trained with the "
                           f"{model.get('encoder')} encoder, this run embeds with "
                           f"{cfg.embedding.encoder}: train one with it "
-                          "(python jobs/train_pair_score.py)")
+                          "(python jobs/train_pair_score.py), or embed as the model did "
+                          f"(--set embedding.encoder={model.get('encoder')})")
     if model.get("align") and not cfg.align.enabled:
         raise ConfigError(f"pair_score model {model['name']} ({where}) reads word-alignment "
                           "scores: set align.enabled=true (and its aligner)")

@@ -35,9 +35,10 @@ from udfs.paths import is_local_path
 
 INSTALLATION = CONF_DIR.parent  # where `make setup` (or the image) put models/
 # A model's staging directory (`.staging-<name>-<attempt>`) untouched this long belongs to a
-# save that died (killed while training): the next save of that name removes it. Training a
-# model takes minutes; a day leaves any live one alone.
+# save that died (killed while training): the next save of any model of the pair removes it.
+# Training a model takes minutes; a day leaves any live one alone.
 STAGING_STALE_S = 24 * 3600
+STAGING = ".staging-"
 SHIPPING_KEYS = (
     "spark.archives",
     "spark.yarn.dist.archives",
@@ -145,12 +146,13 @@ class ModelStore:
         of that name is replaced (a failed run's, retried), else a ConfigError, also when
         another save of that name finished while this one was writing."""
         check_name(f"{self.what} name", name)  # a directory under the store, not outside it
+        self.lake.ready()  # the catalog work beside the job done: the lock below is this one's
+        self.remove_dead_staging()
         final = self.path(name)
         if self.exists(name) and not replace:
             raise ConfigError(f"{self.what} {name!r} already exists under {self.root}: pick a "
                               "new name")
-        self.remove_dead_staging(name)
-        staging = f"{self.root}/.staging-{name}-{uuid.uuid4().hex[:12]}"
+        staging = f"{self.root}/{STAGING}{name}-{uuid.uuid4().hex[:12]}"
         try:
             write(staging)
             with self.lake.exclusive(f"{self.what} {name}"):
@@ -163,14 +165,14 @@ class ModelStore:
             self.lake.delete(staging)  # a failed attempt's; nothing once renamed
         return final
 
-    def remove_dead_staging(self, name: str) -> None:
-        """Staging directories of `name` older than STAGING_STALE_S: saves that died."""
-        prefix = f".staging-{name}-"
+    def remove_dead_staging(self) -> None:
+        """Staging directories of the pair's models untouched for STAGING_STALE_S: saves that
+        were killed (a live one is writing into its own, newer)."""
         for path in self.lake.list_dir(self.root):
-            base = path.rstrip("/").rsplit("/", 1)[-1]
-            if base.startswith(prefix) and \
-                    time.time() - self.lake.modified(path) > STAGING_STALE_S:
-                self.lake.delete(path)
+            if path.rstrip("/").rsplit("/", 1)[-1].startswith(STAGING):
+                modified = self.lake.modified(path)  # None: another save just removed it
+                if modified is not None and time.time() - modified > STAGING_STALE_S:
+                    self.lake.delete(path)
 
 
 class AlignerStore(ModelStore):

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
@@ -161,9 +162,12 @@ class Lake:
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
 
-    def modified(self, path: str) -> float:
-        """When `path` was last modified, in seconds since the epoch."""
-        return self._fs(path).getFileStatus(self._Path(path)).getModificationTime() / 1000
+    def modified(self, path: str) -> float | None:
+        """When `path` was last modified, in seconds since the epoch; None once it is gone."""
+        try:
+            return self._fs(path).getFileStatus(self._Path(path)).getModificationTime() / 1000
+        except Py4JJavaError:  # FileNotFoundException: removed since it was listed
+            return None
 
     def rename(self, src: str, dst: str) -> None:
         self.mkdirs(dst.rsplit("/", 1)[0])
