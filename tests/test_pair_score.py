@@ -170,6 +170,10 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
     cut_rejected = sum(r["reject_rule"] is not None for r in second_half.values())
     assert whole_rejected <= 0.15 * len(first_half)  # measured
     assert cut_rejected >= 0.6 * len(second_half)
+    # The run's record names the model `latest` was when it ran, not `latest`.
+    runs = ds.dataset(lake / "tables/runs", partitioning="hive").to_table().to_pylist()
+    (run,) = [r for r in runs if r["job"] == "filter" and "mixed" in r["inputs"]]
+    assert json.loads(run["config"])["pair_score"]["model"] == "tatoeba"
     stats = ds.dataset(lake / "tables/filter_stats", partitioning="hive").to_table().to_pylist()
     step = [s for s in stats if s["stage"] == "pair_score"]
     assert [s["rule"] for s in step] == ["pair_score"]

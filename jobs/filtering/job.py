@@ -90,8 +90,12 @@ def run(args: argparse.Namespace) -> int:
     if any(inp.format == "table" for inp in cfg.inputs):
         lake.ready()
     if cfg.pair_score.enabled:  # a missing model fails before any work
-        check_scorers(load_pair_score_model(lake, cfg.pair, cfg.pair_score.model,
-                                            cfg.embedding.encoder), cfg)
+        model = load_pair_score_model(lake, cfg.pair, cfg.pair_score.model,
+                                      cfg.embedding.encoder)
+        check_scorers(model, cfg)
+        # `latest` pinned to the model it names now: the run scores with that one even if
+        # another is trained meanwhile, and its record (report, re-decide) names it.
+        cfg.pair_score.model = model["name"]
     inputs = [inp.model_dump() for inp in cfg.inputs]
     check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts
     job = FilterRun(spark, lake, cfg, run_id)
