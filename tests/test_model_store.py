@@ -47,8 +47,9 @@ class LocalLake:
     def rename(self, src: str, dst: str) -> None:
         os.rename(src, dst)
 
-    def modified(self, path: str) -> float | None:
-        return os.stat(path).st_mtime if os.path.exists(path) else None
+    def list_modified(self, path: str) -> dict[str, float]:
+        return {str(p): p.stat().st_mtime for p in Path(path).iterdir()} \
+            if Path(path).is_dir() else {}
 
     def ready(self) -> None:  # no catalog work beside
         pass

@@ -168,11 +168,10 @@ class ModelStore:
     def remove_dead_staging(self) -> None:
         """Staging directories of the pair's models untouched for STAGING_STALE_S: saves that
         were killed (a live one is writing into its own, newer)."""
-        for path in self.lake.list_dir(self.root):
-            if path.rstrip("/").rsplit("/", 1)[-1].startswith(STAGING):
-                modified = self.lake.modified(path)  # None: another save just removed it
-                if modified is not None and time.time() - modified > STAGING_STALE_S:
-                    self.lake.delete(path)
+        for path, modified in self.lake.list_modified(self.root).items():
+            if path.rstrip("/").rsplit("/", 1)[-1].startswith(STAGING) \
+                    and time.time() - modified > STAGING_STALE_S:
+                self.lake.delete(path)
 
 
 class AlignerStore(ModelStore):

@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
@@ -162,12 +161,6 @@ class Lake:
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
 
-    def modified(self, path: str) -> float | None:
-        """When `path` was last modified, in seconds since the epoch; None once it is gone."""
-        try:
-            return self._fs(path).getFileStatus(self._Path(path)).getModificationTime() / 1000
-        except Py4JJavaError:  # FileNotFoundException: removed since it was listed
-            return None
 
     def rename(self, src: str, dst: str) -> None:
         self.mkdirs(dst.rsplit("/", 1)[0])
@@ -197,9 +190,15 @@ class Lake:
         return "\n".join(lines)
 
     def list_dir(self, path: str) -> list[str]:
+        return list(self.list_modified(path))
+
+    def list_modified(self, path: str) -> dict[str, float]:
+        """What `path` holds -> when each was last modified (seconds since the epoch), read
+        in one listing."""
         if not self.exists(path):
-            return []
-        return [s.getPath().toString() for s in self._fs(path).listStatus(self._Path(path))]
+            return {}
+        return {s.getPath().toString(): s.getModificationTime() / 1000
+                for s in self._fs(path).listStatus(self._Path(path))}
 
     # -- tables --------------------------------------------------------------------------
     def ensure_table(self, table: str, schema: StructType, partition_cols: list[str]) -> None:
