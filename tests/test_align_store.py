@@ -143,6 +143,9 @@ def test_latest_is_the_newest_and_the_cli_saves_a_reference(first_run, store, tm
     assert manifest["created"] > store.manifest("run-1")["created"]
     assert store.resolve("latest") == "tatoeba-ref"
     assert align_reference([*argv, "--name", "tatoeba-ref", "--config", str(conf)]) == 2  # taken
+    pinned = config("align.reference=latest")  # a filter run's check, before it starts
+    check_aligner(store.lake, pinned)
+    assert pinned.align.reference == "tatoeba-ref"  # what the run scores with and records
 
 
 def test_a_missing_name_is_a_one_line_config_error(first_run, store) -> None:

@@ -96,10 +96,12 @@ def describe(manifest: dict | None) -> str:
 
 
 def check_aligner(lake: Lake, cfg: FilterConfig) -> None:
-    """Fail before the run starts when `align.reference` names no saved aligner."""
+    """Fail before the run starts when `align.reference` names no saved aligner; `latest`
+    pinned to the aligner it names now: the run scores with it even if another is saved
+    meanwhile, and its record names it."""
     align = cfg.align
     if align.enabled and align.reference and not align.model_dir:
-        AlignerStore(lake, cfg.pair).resolve(align.reference)
+        align.reference = AlignerStore(lake, cfg.pair).resolve(align.reference)
 
 
 def align_stage(df: DataFrame, cfg: FilterConfig, model_dir: str | None) -> DataFrame:
