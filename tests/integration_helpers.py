@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,11 +42,60 @@ def spark_env() -> dict[str, str]:
     return env
 
 
-def spark_submit(*args: str, cwd: Path = REPO, job: str = "filter") -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / f"jobs/{job}.py"), *args]
+def spark_submit(*args: str, cwd: Path = REPO, job: str = "filter", cold: bool = False
+                 ) -> subprocess.CompletedProcess:
+    """`spark-submit --master local[2] jobs/JOB.py ARGS`, run by this worker's warm driver
+    (tests/warm_spark.py: the same script, argv, working directory, output and exit code, in a
+    JVM that ran jobs before); `cold` (SLUICE_TESTS_COLD=1: every job) by spark-submit
+    itself, in a process of its own."""
+    script = str(REPO / f"jobs/{job}.py")
+    if not (cold or os.environ.get("SLUICE_TESTS_COLD")):
+        return WARM.submit(script, list(args), cwd)
+    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", script, *args]
     return subprocess.run(
         cmd, cwd=cwd, env=spark_env(), capture_output=True, text=True, timeout=900
     )
+
+
+class WarmDriver:
+    """This worker's tests/warm_spark.py, started on first use; jobs run one at a time (a
+    second caller waits its turn), each with spark-submit's timeout. Stopped at exit: its
+    stdin closes, and the JVM goes with it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> subprocess.Popen:
+        logs = Path(tempfile.mkdtemp(prefix="sluice-warm-spark-"))
+        env = dict(spark_env(), PYTHONPATH=str(REPO),
+                   PYSPARK_SUBMIT_ARGS="--master local[2] pyspark-shell")
+        return subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("warm_spark.py")), str(logs)],
+            cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def submit(self, script: str, argv: list[str], cwd: Path,
+               timeout: float = 900) -> subprocess.CompletedProcess:
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                self.process = self.start()
+            request = {"script": script, "argv": argv, "cwd": str(cwd)}
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+            line = self.process.stdout.readline() if ready else ""
+            if not line:  # timed out, or the driver died: the next job gets a new one
+                self.process.kill()
+                self.process.wait()
+                self.process = None
+                raise subprocess.TimeoutExpired([script, *argv], timeout) if not ready else \
+                    RuntimeError(f"the warm Spark driver died running {script} {argv}")
+            answer = json.loads(line)
+            return subprocess.CompletedProcess([script, *argv], answer["code"],
+                                               answer["stdout"], answer["stderr"])
+
+
+WARM = WarmDriver()
 
 
 def spark_sql(lake: Path, query: str) -> list[list[str]]:
@@ -58,16 +110,16 @@ def spark_sql(lake: Path, query: str) -> list[list[str]]:
 
 
 def query_lake(lake: Path, queries: dict[str, str]) -> dict[str, list[list]]:
-    """Named queries answered by one new Spark session on the lake (see query_lake.py)."""
+    """Named queries answered by one new Spark session on the lake (see query_lake.py), in this
+    worker's warm driver (`spark_submit`)."""
     script = Path(__file__).with_name("query_lake.py")
-    done = subprocess.run(
-        [sys.executable, str(script), str(lake), json.dumps(queries)],
-        cwd=REPO,
-        env=dict(spark_env(), PYTHONPATH=str(REPO)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    argv = [str(lake), json.dumps(queries)]
+    if os.environ.get("SLUICE_TESTS_COLD"):
+        done = subprocess.run([sys.executable, str(script), *argv], cwd=REPO,
+                              env=dict(spark_env(), PYTHONPATH=str(REPO)),
+                              capture_output=True, text=True, timeout=300)
+    else:
+        done = WARM.submit(str(script), argv, REPO, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("JSON:"))
     return json.loads(line.removeprefix("JSON:"))

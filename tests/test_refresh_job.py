@@ -33,7 +33,12 @@ pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the f
 ROWS = ["row_id", "corpus", "file", "line", "outcome", "reject_rule", "dup_of", "src", "tgt"]
 
 
-def refresh(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def refresh(config: Path, *args: str, env: dict | None = None, cold: bool = False
+            ) -> subprocess.CompletedProcess:
+    """The refresh job: in the warm driver (spark_submit), or a spark-submit of its own for an
+    environment of its own or when it must run beside another job (`cold`)."""
+    if env is None and not cold:
+        return spark_submit("--config", str(config), *args, job="refresh")
     cmd = [str(BIN / "spark-submit"), "--master", "local[2]", str(REPO / "jobs/refresh.py"),
            "--config", str(config), *args]
     return subprocess.run(cmd, cwd=REPO, env=env or spark_env(), capture_output=True,
@@ -132,7 +137,7 @@ def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
 
     def refused() -> subprocess.CompletedProcess:
         wait_for_lock(lake, first)
-        return refresh(killed)
+        return refresh(killed, cold=True)  # at once, while `first` holds the lake
 
     _, second = alongside(lambda: ok(refresh(plain)), refused)
     out, _ = first.communicate(timeout=900)
