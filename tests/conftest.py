@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import integration_helpers
 import pytest
 from integration_helpers import JIT_OPTS
 
@@ -121,6 +122,12 @@ def _fast_tier_starts_no_job(request: pytest.FixtureRequest, monkeypatch) -> Non
         popen_init(self, args, *more, **kw)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+
+    def warm_job(script: str, argv: list[str], *more, **kw):  # integration_helpers.spark_submit
+        raise AssertionError(f"a fast-tier test starts a job: {script} {' '.join(argv)[:160]} "
+                             "(mark it pytest.mark.integration)")
+
+    monkeypatch.setattr(integration_helpers.WARM, "submit", warm_job)
 
 
 # Worker-seconds a module took (setup, call and teardown of its tests), printed at the end of

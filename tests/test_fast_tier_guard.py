@@ -37,3 +37,10 @@ def test_what_starts_no_job_passes(argv: list[str]) -> None:
 def test_a_fast_test_that_starts_spark_submit_fails_naming_it(tmp_path) -> None:
     with pytest.raises(AssertionError, match="a fast-tier test starts a job: .*spark-submit"):
         subprocess.run([str(tmp_path / "spark-submit"), "--version"], check=False)
+
+
+def test_a_fast_test_that_runs_a_job_in_the_warm_driver_fails_naming_it(tmp_path) -> None:
+    from integration_helpers import spark_submit
+
+    with pytest.raises(AssertionError, match="a fast-tier test starts a job: .*/jobs/report.py"):
+        spark_submit("--lake", str(tmp_path), job="report")

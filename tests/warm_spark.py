@@ -124,6 +124,9 @@ def serve(directory: Path) -> None:
     from pyspark import SparkContext
 
     answers, files = capture_output(directory)
+    # spark-submit passes its Python driver's stderr on to its stdout; the JVM's own log lines
+    # stay on stderr (fd 2, which the JVM inherits).
+    sys.stderr = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     sys.path.insert(0, str(REPO))
     # The gateway first: a job's session then finds a JVM running and takes no metastore
     # lock for this process's life (jobs/lake/session.py), which would outlive the job.
