@@ -33,11 +33,12 @@ if "TieredStopAtLevel" not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
 # The slowest modules first (worker-seconds in CI's --durations, most first): pytest-xdist
 # hands modules to its workers in collection order (--dist loadfile), so the long ones start
 # at once and the many short ones fill in at the end instead of one worker finishing alone.
-SLOW_FIRST = ("test_shared_metastore.py", "test_translate_job.py", "test_redecide.py",
-              "test_refresh_job.py", "test_cluster.py", "test_gpu_scheduling.py",
-              "test_languages.py", "test_lake_readers.py",
-              "test_refresh_property.py", "test_select_job.py", "test_readme_commands.py",
-              "test_filter_job.py", "test_report.py", "test_schedule_examples.py",
+SLOW_FIRST = ("test_shared_metastore.py", "test_translate_job.py", "test_readme_commands.py",
+              "test_cluster.py", "test_gpu_scheduling.py", "test_refresh_job.py",
+              "test_redecide.py", "test_refresh_property.py", "test_lake_readers.py",
+              "test_select_job.py", "test_bad_input.py", "test_languages.py",
+              "test_warm_driver.py", "test_pair_score.py", "test_recipes.py", "test_mix_job.py",
+              "test_filter_job.py", "test_schedule_examples.py", "test_report.py",
               # then the fast tier's slowest, so that neither of its workers ends alone
               "test_lake_commit.py", "test_embed.py", "test_align.py", "test_mix_units.py")
 

@@ -18,11 +18,13 @@ answer a line on the stdout this process was started with ({"code", "stdout", "s
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
 import os
 import runpy
+import shutil
 import sys
 import threading
 import traceback
@@ -134,6 +136,7 @@ def serve(directory: Path) -> None:
     opened: list[str] = []
     note_metastores(opened)
     home = os.getcwd()
+    atexit.register(shutil.rmtree, directory, True)  # its output files: stdin closed, done
     for line in sys.stdin:
         request = json.loads(line)
         start = [path.stat().st_size for path in files]
