@@ -44,14 +44,21 @@ def spark_env() -> dict[str, str]:
 
 def spark_submit(*args: str, cwd: Path = REPO, job: str = "filter", cold: bool = False
                  ) -> subprocess.CompletedProcess:
-    """`spark-submit --master local[2] jobs/JOB.py ARGS`, run by this worker's warm driver
-    (tests/warm_spark.py: the same script, argv, working directory, output and exit code, in a
-    JVM that ran jobs before); `cold` (SLUICE_TESTS_COLD=1: every job) by spark-submit
-    itself, in a process of its own."""
-    script = str(REPO / f"jobs/{job}.py")
+    """`spark-submit --master local[2] jobs/JOB.py ARGS` (`submit_script`)."""
+    return submit_script(REPO / f"jobs/{job}.py", *args, cwd=cwd, cold=cold)
+
+
+def submit_script(script: Path, *args: str, conf: dict[str, str] | None = None,
+                  cwd: Path = REPO, cold: bool = False) -> subprocess.CompletedProcess:
+    """`spark-submit --master local[2] [--conf K=V ...] SCRIPT ARGS`, run by this worker's warm
+    driver (tests/warm_spark.py: the same script, argv, settings, working directory, output
+    and exit code, in a JVM that ran jobs before); `cold` (SLUICE_TESTS_COLD=1: every job) by
+    spark-submit itself, in a process of its own."""
+    conf = conf or {}
     if not (cold or os.environ.get("SLUICE_TESTS_COLD")):
-        return WARM.submit(script, list(args), cwd)
-    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", script, *args]
+        return WARM.submit(str(script), list(args), cwd, conf=conf)
+    settings = [x for key, value in conf.items() for x in ("--conf", f"{key}={value}")]
+    cmd = [str(BIN / "spark-submit"), "--master", "local[2]", *settings, str(script), *args]
     return subprocess.run(
         cmd, cwd=cwd, env=spark_env(), capture_output=True, text=True, timeout=900
     )
@@ -74,12 +81,12 @@ class WarmDriver:
             [sys.executable, str(Path(__file__).with_name("warm_spark.py")), str(logs)],
             cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def submit(self, script: str, argv: list[str], cwd: Path,
-               timeout: float = 900) -> subprocess.CompletedProcess:
+    def submit(self, script: str, argv: list[str], cwd: Path, timeout: float = 900,
+               conf: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         with self.lock:
             if self.process is None or self.process.poll() is not None:
                 self.process = self.start()
-            request = {"script": script, "argv": argv, "cwd": str(cwd)}
+            request = {"script": script, "argv": argv, "cwd": str(cwd), "conf": conf or {}}
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             ready, _, _ = select.select([self.process.stdout], [], [], timeout)

@@ -10,12 +10,11 @@ The parts: tests/test_mix_units.py."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from integration_helpers import BIN, REPO, spark_env, spark_submit
+from integration_helpers import REPO, spark_submit, submit_script
 
 from jobs.mixing.config import load_mix_config
 from jobs.mixing.decontaminate import contains, normalize, tokens
@@ -75,11 +74,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 str(DATA / "train_dev_tatoeba.zh"), str(DATA / "train_dev_tatoeba.en"),
                 "--lake", str(lake), "--run-id", "eval1"]
     pre = ["--config", str(config), "--run-id", "pre", "--set", "stages.quantiles=[0, .3, .6]"]
-    seed = subprocess.run(
-        [str(BIN / "spark-submit"), "--master", "local[2]", "--conf",
-         "spark.sql.shuffle.partitions=3", str(DATA / "mix/seed_lake.py"), str(lake),
-         json.dumps(register), json.dumps(pre)],
-        cwd=REPO, env=spark_env(), capture_output=True, text=True, timeout=600)
+    seed = submit_script(DATA / "mix/seed_lake.py", str(lake), json.dumps(register),
+                         json.dumps(pre), conf={"spark.sql.shuffle.partitions": "3"})
     assert seed.returncode == 0, seed.stdout[-3000:] + seed.stderr[-3000:]
     return {"root": lake, "config": config, "pre": read(lake, "mixture")}
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from integration_helpers import BIN, REPO, spark_env, spark_submit
+from integration_helpers import REPO, spark_submit, submit_script
 
 from jobs.mixing import sampling
 from jobs.mixing.config import load_mix_config
@@ -235,11 +234,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 str(DATA / "train_dev_tatoeba.zh"), str(DATA / "train_dev_tatoeba.en"),
                 "--lake", str(lake), "--run-id", "eval1"]
     mix = ["--config", str(config), "--run-id", "mx1"]
-    seed = subprocess.run(
-        [str(BIN / "spark-submit"), "--master", "local[2]", "--conf",
-         "spark.sql.shuffle.partitions=3", str(DATA / "mix/seed_lake.py"), str(lake),
-         json.dumps(register), json.dumps(mix)],
-        cwd=REPO, env=spark_env(), capture_output=True, text=True, timeout=600)
+    seed = submit_script(DATA / "mix/seed_lake.py", str(lake), json.dumps(register),
+                         json.dumps(mix), conf={"spark.sql.shuffle.partitions": "3"})
     assert seed.returncode == 0, seed.stdout[-3000:] + seed.stderr[-3000:]
     out = root / "mx1.html"
     done = spark_submit("--lake", str(lake), "--run-id", "mx1", "--out", str(out), job="report")

@@ -2,18 +2,19 @@
 
 A job's spark-submit in the tests is mostly a cold JVM: the 1,500-pair Tatoeba filter job
 costs ~26 CPU-s started cold and ~9 in a JVM that ran a job before (classes loaded, code
-compiled). integration_helpers.spark_submit sends its jobs here (`warm_submit`), one server
+compiled). integration_helpers.submit_script sends its jobs here (`WarmDriver`), one server
 per test worker; what a job prints, its exit code and its lake are what spark-submit gives.
 
 Each job runs as spark-submit runs it: its entry script as __main__ with its argv and working
-directory, on a SparkContext made for it (master local[2], conf/spark-defaults.conf). When it
-ends its context is stopped and its lake's embedded Derby metastore shut down, so the next job
-builds a session on its own lake and a spark-sql or a job in another process can open this one.
+directory, on a SparkContext made for it (master local[2], conf/spark-defaults.conf, the
+request's --conf settings). When it ends its context is stopped and its lake's embedded Derby
+metastore shut down, so the next job builds a session on its own lake and a spark-sql or a job
+in another process can open this one.
 
 Not for what needs a process of its own (kill points, environment variables read at start,
 two jobs at once, the metastore lock a job holds for its life): those tests start
-spark-submit. Protocol: a JSON request a line on stdin ({"script", "argv", "cwd"}), a JSON
-answer a line on the stdout this process was started with ({"code", "stdout", "stderr"}).
+spark-submit. Protocol: a JSON request a line on stdin ({"script", "argv", "cwd", "conf"}), a
+JSON answer a line on the stdout this process was started with ({"code", "stdout", "stderr"}).
 """
 
 from __future__ import annotations
@@ -82,9 +83,16 @@ def stop_spark(opened: list[str]) -> None:
     opened.clear()
 
 
-def run_job(script: str, argv: list[str], cwd: str, opened: list[str]) -> int:
+def run_job(script: str, argv: list[str], cwd: str, conf: dict[str, str],
+            opened: list[str]) -> int:
+    from pyspark import SparkContext
+
     sys.argv = [script, *argv]
     os.chdir(cwd)
+    # spark-submit's --conf: JVM system properties, which the job's SparkConf reads.
+    properties = SparkContext._gateway.jvm.java.lang.System
+    for key, value in conf.items():
+        properties.setProperty(key, value)
     try:
         runpy.run_path(script, run_name="__main__")
         return 0
@@ -97,6 +105,8 @@ def run_job(script: str, argv: list[str], cwd: str, opened: list[str]) -> int:
         traceback.print_exc()
         return 1
     finally:
+        for key in conf:
+            properties.clearProperty(key)
         try:
             stop_spark(opened)
         except Exception:  # noqa: BLE001 a job that broke its context: said by its output
@@ -140,8 +150,8 @@ def serve(directory: Path) -> None:
     for line in sys.stdin:
         request = json.loads(line)
         start = [path.stat().st_size for path in files]
-        code = in_a_new_thread(functools.partial(run_job, request["script"], request["argv"],
-                                                 request["cwd"], opened))
+        code = in_a_new_thread(functools.partial(
+            run_job, request["script"], request["argv"], request["cwd"], request["conf"], opened))
         os.chdir(home)
         out, err = (appended(path, offset) for path, offset in zip(files, start, strict=True))
         answers.write(json.dumps({"code": code, "stdout": out, "stderr": err}) + "\n")
