@@ -1,4 +1,5 @@
-"""End to end: the real spark-submit on real Tatoeba/Anki text with injected noise, then the
+"""End to end: the filter job, run as spark-submit runs it (the tests' warm driver,
+docs/testing.md), on real Tatoeba/Anki text with injected noise, then the
 tables queried in a new Spark session (and once through the spark-sql shell, as the README
 shows)."""
 

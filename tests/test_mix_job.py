@@ -1,6 +1,7 @@
-"""jobs/mix.py end to end through the real `spark-submit`: a lake of real Tatoeba pairs in
+"""jobs/mix.py end to end, run as spark-submit runs it (in the tests' warm driver,
+docs/testing.md): a lake of real Tatoeba pairs in
 three directions (zh-en, ru-en, en-zh swapped) plus back-translated rows
-(tests/data/mix/seed_lake.py, one spark-submit instead of a filter run per pair), a test set
+(tests/data/mix/seed_lake.py, one job instead of a filter run per pair), a test set
 registered with --register-eval, and one mixture: temperature 5, a synthetic share, a noised
 fine-tuning share, the registered set as a fixed count, two curriculum stages. The same
 mixture made before on other partitioning with three stages: the same rows, its third

@@ -1,7 +1,8 @@
 """The run report (jobs/report.py): a filter run of the 1,500 Tatoeba zh-en pairs with both pair
-scorers, its report made by the real `spark-submit` and opened in headless Chromium (installed
-by scripts/install_chromium.sh): the charts draw offline without a script error, one histogram
-per stored score, and the funnel in the page is filter_stats as the lake holds it."""
+scorers, its report made by the report job (the tests' warm driver, docs/testing.md) and opened in
+headless Chromium (installed by scripts/install_chromium.sh): the charts draw offline without a
+script error, one histogram per stored score, and the funnel in the page is filter_stats as the lake
+holds it."""
 
 from __future__ import annotations
 

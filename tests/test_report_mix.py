@@ -1,11 +1,11 @@
 """The report of a mixture run (jobs/report.py with jobs/reporting/mix_data.py): the lake of
-tests/data/mix/seed_lake.py (Tatoeba zh-en and ru-en, back-translated zh-en, a registered
-test set), one small mixture made in the same spark-submit (temperature 3 over directions with
-a direction weight, a capped swapped direction, a synthetic share, a fixed count, n-gram
-overlaps flagged, two stages), its page made by the real `spark-submit`, and what the page
-says checked against `mixture_stats`, `mixture` and `eval_sets` read with pyarrow. The pure
-parts (the pooled sources and temperature rows by the mixing job's own rules, the words and the
-counts) are tested without Spark."""
+tests/data/mix/seed_lake.py (Tatoeba zh-en and ru-en, back-translated zh-en, a registered test set),
+one small mixture made in the same job (temperature 3 over directions with a direction
+weight, a capped swapped direction, a synthetic share, a fixed count, n-gram overlaps flagged, two
+stages), its page made by the report job in the tests' warm driver, and what the page says checked
+against `mixture_stats`, `mixture` and `eval_sets` read with pyarrow. The pure parts (the pooled
+sources and temperature rows by the mixing job's own rules, the words and the counts) are tested
+without Spark."""
 
 from __future__ import annotations
 

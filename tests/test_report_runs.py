@@ -1,10 +1,10 @@
 """The report of a selection run and of a translation run (jobs/report.py with
-jobs/reporting/select_data.py and translate_data.py): one small lake (English Tatoeba lines
-filtered into mono_clean; a selection of them against the medical seed by two methods; a
-translation of some into Chinese by the tiny model, with limits low enough to reject some),
-each run's page made by the real `spark-submit`, and what the pages say checked against the
-lake's tables read with pyarrow. The pure parts (copy detection, ratio bins, the selection's
-cut) are tested without Spark."""
+jobs/reporting/select_data.py and translate_data.py): one small lake (English Tatoeba lines filtered
+into mono_clean; a selection of them against the medical seed by two methods; a translation of some
+into Chinese by the tiny model, with limits low enough to reject some), each run's page made by the
+report job in the tests' warm driver (docs/testing.md), and what the pages say checked against the
+lake's tables read with pyarrow. The pure parts (copy detection, ratio bins, the selection's cut)
+are tested without Spark."""
 
 from __future__ import annotations
 

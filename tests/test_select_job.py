@@ -1,4 +1,5 @@
-"""jobs/select_data.py end to end through the real `spark-submit`, on a real multi-domain slice
+"""jobs/select_data.py end to end, run as spark-submit runs it (the tests' warm driver,
+docs/testing.md), on a real multi-domain slice
 (tests/data/select: TICO-19 medical, NTREX news, FLORES wiki, Tatoeba conversation; 150 zh-en
 pairs each) with a medical seed held apart from the pool (another 120 TICO-19 pairs).
 
