@@ -8,5 +8,7 @@ The job is jobs.scorer_training.align_reference; this is the script spark-submit
 
 from jobs.scorer_training.align_reference import main
 
+SLUICE_JOB = "align-reference"  # `sluice align-reference` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -7,5 +7,7 @@ The job is jobs.filtering.job; this is the script spark-submit runs (README "Arc
 
 from jobs.filtering.job import main
 
+SLUICE_JOB = "filter"  # `sluice filter` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,5 +6,7 @@ The job is jobs.lake.cleanup; this is the script spark-submit runs (README "Arch
 
 from jobs.lake.cleanup import main
 
+SLUICE_JOB = "lake-gc"  # `sluice lake-gc` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

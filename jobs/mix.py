@@ -7,5 +7,7 @@ The job is jobs.mixing.job; this is the script spark-submit runs (README "Archit
 
 from jobs.mixing.job import main
 
+SLUICE_JOB = "mix"  # `sluice mix` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,5 +6,7 @@ The job is jobs.refreshing.job; this is the script spark-submit runs (README "Ar
 
 from jobs.refreshing.job import main
 
+SLUICE_JOB = "refresh"  # `sluice refresh` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,5 +6,7 @@ The job is jobs.reporting.job; this is the script spark-submit runs (README "Arc
 
 from jobs.reporting.job import main
 
+SLUICE_JOB = "report"  # `sluice report` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

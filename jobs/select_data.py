@@ -6,5 +6,7 @@ The job is jobs.selection.job; this is the script spark-submit runs (README "Arc
 
 from jobs.selection.job import main
 
+SLUICE_JOB = "select"  # `sluice select` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -7,5 +7,7 @@ The job is jobs.scorer_training.pair_score; this is the script spark-submit runs
 
 from jobs.scorer_training.pair_score import main
 
+SLUICE_JOB = "train-pair-score"  # `sluice train-pair-score` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,5 +6,7 @@ The job is jobs.translation.job; this is the script spark-submit runs (README "A
 
 from jobs.translation.job import main
 
+SLUICE_JOB = "translate"  # `sluice translate` (jobs/kit/launcher.py reads it)
+
 if __name__ == "__main__":
     raise SystemExit(main())

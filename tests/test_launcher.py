@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs.kit.launcher import JOBS, JOBS_DIR, command, split
+from jobs.kit import launcher
+from jobs.kit.launcher import JOBS, JOBS_DIR, OWN_COMMANDS, command, entry_scripts, split
 
 SLUICE = Path(sys.executable).parent / "sluice"
 BARE_SHELL = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": "/usr/bin:/bin"}
@@ -22,8 +23,26 @@ def test_options_before_the_job_go_to_spark_submit() -> None:
 
 def test_every_job_has_its_entry_script() -> None:
     for name, (script, _) in JOBS.items():
-        if name not in ("sql", "query"):  # the spark-sql shell; duckdb in this interpreter
+        if name not in OWN_COMMANDS:  # the spark-sql shell; duckdb in this interpreter
             assert (JOBS_DIR / script).is_file(), name
+
+
+def test_the_job_table_is_built_from_the_entry_scripts(tmp_path, monkeypatch) -> None:
+    """Each script spark-submit runs names its `sluice` job and says what it does in its
+    docstring: a new job is one script, listed without touching the launcher. Only
+    train_lm.py is not a Spark job (python runs it, README)."""
+    scripts = {p.name for p in JOBS_DIR.glob("*.py")} - {"__init__.py", "train_lm.py"}
+    assert {script for script, _ in entry_scripts().values()} == scripts
+    assert JOBS["select"] == ("select_data.py", "The selection job: score a lake table "
+                              "against an in-domain seed and keep the best rows")
+    (tmp_path / "dedup_lake.py").write_text(
+        '"""The dedup job: near-duplicates across the lake.\n\nMore words."""\n\n'
+        'from jobs.nowhere import main  # never imported by the launcher\n\n'
+        'SLUICE_JOB = "dedup"\n')
+    (tmp_path / "helper.py").write_text('"""Not a job."""\n')
+    monkeypatch.setattr(launcher, "JOBS_DIR", tmp_path)
+    assert launcher.entry_scripts() == {
+        "dedup": ("dedup_lake.py", "The dedup job: near-duplicates across the lake")}
 
 
 def test_sql_is_the_spark_sql_shell_printing_column_names() -> None:

@@ -10,10 +10,14 @@ Options before the job's name go to spark-submit, the rest to the job. The launc
 spark-submit in the installed pyspark (SPARK_HOME unless already set), Spark's settings in conf/
 (SPARK_CONF_DIR: conf/spark-defaults.conf, conf/log4j2.properties) and runs the job's Python
 on this interpreter (PYSPARK_PYTHON, unless already set), then hands the process over to
-spark-submit, so a scheduler's signals and exit codes are spark-submit's own."""
+spark-submit, so a scheduler's signals and exit codes are spark-submit's own.
+
+The jobs it knows are the entry scripts in jobs/ that name themselves (`SLUICE_JOB = "filter"`):
+a new job is one script, listed with its docstring's first line."""
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from pathlib import Path
@@ -23,19 +27,32 @@ import pyspark
 from jobs.kit.config import CONF_DIR
 
 JOBS_DIR = Path(__file__).resolve().parent.parent
-# name -> (entry script in jobs/, what it does)
+# The launcher's own commands, which have no entry script.
+OWN_COMMANDS = {
+    "sql": "A spark-sql shell on the lake's catalog (each job prints its own)",
+    "query": "One SQL query over a local lake's Parquet files with duckdb (no JVM)",
+}
+
+
+def entry_scripts() -> dict[str, tuple[str, str]]:
+    """name -> (entry script in jobs/, what it does): every script in jobs/ that names itself
+    a `sluice` job (`SLUICE_JOB = "name"`), with its docstring's first line. Read as source,
+    nothing imported: listing the jobs costs no job module's imports."""
+    found = {}
+    for script in sorted(JOBS_DIR.glob("*.py")):
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and getattr(node.targets[0], "id", None) == "SLUICE_JOB"):
+                summary = (ast.get_docstring(tree) or "").split("\n", 1)[0].rstrip(".")
+                found[node.value.value] = (script.name, summary)
+    return found
+
+
+# name -> (entry script in jobs/, what it does); the order `sluice` lists them in.
 JOBS: dict[str, tuple[str, str]] = {
-    "filter": ("filter.py", "raw bitext or monolingual text -> clean and rejected tables, stats"),
-    "select": ("select_data.py", "score a lake table against an in-domain seed, keep the best"),
-    "refresh": ("refresh.py", "filter what is new in a corpus's sources since the last refresh"),
-    "translate": ("translate.py", "monolingual text -> back-/forward-translated pairs"),
-    "mix": ("mix.py", "lake tables -> a training mixture (temperature, tags, stages)"),
-    "report": ("report.py", "one HTML page of a run: funnel, scores, what-ifs"),
-    "train-pair-score": ("train_pair_score.py", "train the learned pair_score model"),
-    "align-reference": ("align_reference.py", "train a reference word aligner on trusted pairs"),
-    "lake-gc": ("lake_gc.py", "delete lake files no table points at any more"),
-    "sql": ("", "a spark-sql shell on the lake's catalog (each job prints its own)"),
-    "query": ("", "one SQL query over a local lake's Parquet files with duckdb (no JVM)"),
+    **dict(sorted(entry_scripts().items())),
+    **{name: ("", what) for name, what in OWN_COMMANDS.items()},
 }
 # `sluice sql` prints each result's column names (spark-sql prints none by default), and lists
 # a table's files at every query: a long-lived shell otherwise caches a partition's listing
