@@ -42,25 +42,29 @@ def spark_env() -> dict[str, str]:
     return env
 
 
-def spark_submit(*args: str, cwd: Path = REPO, job: str = "filter", cold: bool = False
+def spark_submit(*args: str, cwd: Path = REPO, job: str = "filter",
+                 env: dict[str, str] | None = None, cold: bool = False
                  ) -> subprocess.CompletedProcess:
     """`spark-submit --master local[2] jobs/JOB.py ARGS` (`submit_script`)."""
-    return submit_script(REPO / f"jobs/{job}.py", *args, cwd=cwd, cold=cold)
+    return submit_script(REPO / f"jobs/{job}.py", *args, env=env, cwd=cwd, cold=cold)
 
 
 def submit_script(script: Path, *args: str, conf: dict[str, str] | None = None,
-                  cwd: Path = REPO, cold: bool = False) -> subprocess.CompletedProcess:
-    """`spark-submit --master local[2] [--conf K=V ...] SCRIPT ARGS`, run by this worker's warm
-    driver (tests/warm_spark.py: the same script, argv, settings, working directory, output
-    and exit code, in a JVM that ran jobs before); `cold` (SLUICE_TESTS_COLD=1: every job) by
-    spark-submit itself, in a process of its own."""
-    conf = conf or {}
+                  env: dict[str, str] | None = None, cwd: Path = REPO, cold: bool = False
+                  ) -> subprocess.CompletedProcess:
+    """`[ENV] spark-submit --master local[2] [--conf K=V ...] SCRIPT ARGS`, run by this
+    worker's warm driver (tests/warm_spark.py: the same script, argv, settings, working
+    directory, output and exit code, in a JVM that ran jobs before); `cold`
+    (SLUICE_TESTS_COLD=1: every job) by spark-submit itself, in a process of its own. `env`:
+    variables the job's Python reads (PYSPARK_PYTHON), over the tests' own; one the JVM reads
+    at start needs `cold`."""
+    conf, env = conf or {}, env or {}
     if not (cold or os.environ.get("SLUICE_TESTS_COLD")):
-        return WARM.submit(str(script), list(args), cwd, conf=conf)
+        return WARM.submit(str(script), list(args), cwd, conf=conf, env=env)
     settings = [x for key, value in conf.items() for x in ("--conf", f"{key}={value}")]
     cmd = [str(BIN / "spark-submit"), "--master", "local[2]", *settings, str(script), *args]
     return subprocess.run(
-        cmd, cwd=cwd, env=spark_env(), capture_output=True, text=True, timeout=900
+        cmd, cwd=cwd, env=spark_env() | env, capture_output=True, text=True, timeout=900
     )
 
 
@@ -82,11 +86,13 @@ class WarmDriver:
             cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def submit(self, script: str, argv: list[str], cwd: Path, timeout: float = 900,
-               conf: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+               conf: dict[str, str] | None = None, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess:
         with self.lock:
             if self.process is None or self.process.poll() is not None:
                 self.process = self.start()
-            request = {"script": script, "argv": argv, "cwd": str(cwd), "conf": conf or {}}
+            request = {"script": script, "argv": argv, "cwd": str(cwd), "conf": conf or {},
+                       "env": env or {}}
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             ready, _, _ = select.select([self.process.stdout], [], [], timeout)

@@ -37,9 +37,15 @@ def inputs(data_dir: Path, tmp: Path, n: int, offset: int = 0) -> dict[str, Path
     return out
 
 
-def filter_corpus(lake: Path, corpus: str, path: Path, run_id: str, env=None):
-    return submit_to("local[2]", "filter", "--pair", "zh-en", "--corpus", corpus, "--input",
-                     str(path), "--lake", str(lake), "--run-id", run_id, env=env)
+def filter_corpus(lake: Path, corpus: str, path: Path, run_id: str, kill_at: str = ""):
+    """The filter job on one corpus; `kill_at`: SIGKILLed at that commit step, in a
+    spark-submit of its own (the warm driver runs the others)."""
+    args = ("--pair", "zh-en", "--corpus", corpus, "--input", str(path), "--lake", str(lake),
+            "--run-id", run_id)
+    if kill_at:
+        return submit_to("local[2]", "filter", *args,
+                         env=dict(spark_env(), SLUICE_KILL_AT=kill_at))
+    return spark_submit(*args)
 
 
 def pyarrow_counts(lake: Path, table: str, outcome: str | None = None) -> Counter:
@@ -88,7 +94,7 @@ def lake(tmp_path_factory, data_dir: Path) -> dict:
         "pair": "zh-en", "lake": {"root": str(lake)},
         "inputs": [{"corpus": c, "paths": [str(p)]} for c, p in first.items()],
     }, allow_unicode=True), encoding="utf-8")
-    done = submit_to("local[2]", "filter", "--config", str(config), "--run-id", "first-0")
+    done = spark_submit("--config", str(config), "--run-id", "first-0")
     assert done.returncode == 0, done.stderr[-3000:]
     return {"root": root, "lake": lake, "first": first,
             "after_first": catalog_counts(lake)}
@@ -145,7 +151,7 @@ def test_a_retry_of_a_committed_run_does_nothing_and_succeeds(lake) -> None:
     # A scheduler retrying a task whose run committed (it died after the commit, say): the
     # same command, the same --run-id. Exit 0, one line, the lake as it was.
     config = lake["root"] / "three.yaml"
-    done = submit_to("local[2]", "filter", "--config", str(config), "--run-id", "first-0")
+    done = spark_submit("--config", str(config), "--run-id", "first-0")
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout + done.stderr  # spark-submit passes the driver's stderr to its stdout
     assert "run first-0 (filter) has already committed" in said
@@ -165,8 +171,8 @@ def test_a_commit_killed_midway_shows_all_old_or_all_new(lake, data_dir: Path, s
     corpus = "wmt#21"
     newer = inputs(data_dir, lake["root"], 25, offset=600)[corpus]
     before = plain_counts(lake["lake"])
-    env = dict(spark_env(), SLUICE_KILL_AT=step)
-    done = filter_corpus(lake["lake"], corpus, newer, f"killed-{step.replace(' ', '-')}", env)
+    done = filter_corpus(lake["lake"], corpus, newer, f"killed-{step.replace(' ', '-')}",
+                         kill_at=step)
     assert done.returncode != 0
     now = plain_counts(lake["lake"])
     old = (before["bitext_clean"][corpus], before["bitext_rejected"][corpus])

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from integration_helpers import query_lake, spark_env, spark_submit, submit_to
+from integration_helpers import query_lake, spark_submit
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -79,9 +79,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     looser = work / "looser.yaml"
     looser.write_text("rules: {max_punct_share: 0.5}\n")
     started = time.monotonic()
-    done = submit_to("local[2]", "filter", "--redecide", "a1", "--lake", str(lake),
-                     "--run-id", "b1", "--config", str(looser), *LOOSER_TIGHTER[2:],
-                     env=dict(spark_env(), PYSPARK_PYTHON=str(no_scoring_python(work))))
+    done = spark_submit("--redecide", "a1", "--lake", str(lake), "--run-id", "b1", "--config",
+                        str(looser), *LOOSER_TIGHTER[2:],
+                        env={"PYSPARK_PYTHON": str(no_scoring_python(work))})
     redecide_s = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-4000:]
     full_b, _ = submit(*inputs(full_lake, "b-full", *LOOSER_TIGHTER))

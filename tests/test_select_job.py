@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 
 import pytest
-from integration_helpers import spark_submit, submit_to
+from integration_helpers import REPO, spark_submit, submit_script
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -131,12 +131,11 @@ def test_saved_models_score_the_same_under_other_partitioning(spark, lake: Path,
                                                               four_methods: str) -> None:
     """Reusing the saved models (no training) on another partitioning of the same pool: every
     method's score, the cluster ids and the ranks are the same, bit for bit."""
-    done = submit_to(
-        "local[2]", "select_data", "--pair", "zh-en", "--corpus", "pool",
+    done = submit_script(
+        REPO / "jobs/select_data.py", "--pair", "zh-en", "--corpus", "pool",
         "--reuse-models", "medical-v1", *[x for m in METHODS4 for x in ("--method", m)],
         "--top-percent", "10", "--lake", str(lake), "--run-id", "reused",
-        spark_args=("--conf", "spark.sql.shuffle.partitions=3",
-                    "--conf", "spark.default.parallelism=3"))
+        conf={"spark.sql.shuffle.partitions": "3", "spark.default.parallelism": "3"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     first = {r["row_id"]: r for r in read_selected(spark, lake, "four")}
     again = read_selected(spark, lake, "reused")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from integration_helpers import query_lake, spark_submit
+from integration_helpers import query_lake, spark_submit, submit_script
 
 pytestmark = pytest.mark.integration  # whole jobs
 
@@ -57,3 +57,30 @@ def test_a_bad_input_is_the_same_one_line_and_exit_2(tmp_path: Path) -> None:
     assert said(warm.stdout) == said(cold.stdout) and not said(warm.stderr)
     assert len(said(warm.stdout)) == 1 and f"{missing}: no such file" in warm.stdout
     assert "Traceback" not in warm.stdout + warm.stderr
+
+
+PROBE_JOB = """import os
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+seen = spark.sparkContext.parallelize(range(4), 2).map(
+    lambda _: os.environ.get("SLUICE_PROBE", "unset")).collect()
+print("workers:", ",".join(sorted(set(seen))))
+spark.stop()
+"""
+
+
+def test_a_jobs_pyspark_python_reaches_its_workers_and_only_its_own(tmp_path: Path) -> None:
+    """`env` is set for one job: its Python workers run the PYSPARK_PYTHON it names (as
+    test_redecide.py's no-scoring Python), the next job's the tests' own again."""
+    import sys
+
+    wrapper = tmp_path / "python-probe"
+    wrapper.write_text(f'#!/bin/sh\nexport SLUICE_PROBE=wrapped\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    job = tmp_path / "probe.py"
+    job.write_text(PROBE_JOB)
+    wrapped = submit_script(job, env={"PYSPARK_PYTHON": str(wrapper)})
+    plain = submit_script(job)
+    assert wrapped.returncode == plain.returncode == 0, wrapped.stderr[-2000:]
+    assert "workers: wrapped" in wrapped.stdout
+    assert "workers: unset" in plain.stdout

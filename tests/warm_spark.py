@@ -11,10 +11,12 @@ request's --conf settings). When it ends its context is stopped and its lake's e
 metastore shut down, so the next job builds a session on its own lake and a spark-sql or a job
 in another process can open this one.
 
-Not for what needs a process of its own (kill points, environment variables read at start,
-two jobs at once, the metastore lock a job holds for its life): those tests start
-spark-submit. Protocol: a JSON request a line on stdin ({"script", "argv", "cwd", "conf"}), a
-JSON answer a line on the stdout this process was started with ({"code", "stdout", "stderr"}).
+Not for what needs a process of its own (kill points, environment variables the JVM reads at
+start, two jobs at once, the metastore lock a job holds for its life): those tests start
+spark-submit. Environment variables the job's Python reads (PYSPARK_PYTHON) are set for the
+job's length. Protocol: a JSON request a line on stdin ({"script", "argv", "cwd", "conf",
+"env"}), a JSON answer a line on the stdout this process was started with ({"code",
+"stdout", "stderr"}).
 """
 
 from __future__ import annotations
@@ -84,15 +86,20 @@ def stop_spark(opened: list[str]) -> None:
 
 
 def run_job(script: str, argv: list[str], cwd: str, conf: dict[str, str],
-            opened: list[str]) -> int:
+            env: dict[str, str], opened: list[str]) -> int:
     from pyspark import SparkContext
 
     sys.argv = [script, *argv]
     os.chdir(cwd)
-    # spark-submit's --conf: JVM system properties, which the job's SparkConf reads.
+    # spark-submit's --conf: JVM system properties, which the job's SparkConf reads; the
+    # values they replace come back after the job.
     properties = SparkContext._gateway.jvm.java.lang.System
+    replaced_properties = {key: properties.getProperty(key) for key in conf}
     for key, value in conf.items():
         properties.setProperty(key, value)
+    # Environment variables the job's Python reads (PYSPARK_PYTHON, as its context starts).
+    replaced_env = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
     try:
         runpy.run_path(script, run_name="__main__")
         return 0
@@ -105,8 +112,16 @@ def run_job(script: str, argv: list[str], cwd: str, conf: dict[str, str],
         traceback.print_exc()
         return 1
     finally:
-        for key in conf:
-            properties.clearProperty(key)
+        for key, value in replaced_properties.items():
+            if value is None:
+                properties.clearProperty(key)
+            else:
+                properties.setProperty(key, value)
+        for key, value in replaced_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         try:
             stop_spark(opened)
         except Exception:  # noqa: BLE001 a job that broke its context: said by its output
@@ -151,7 +166,8 @@ def serve(directory: Path) -> None:
         request = json.loads(line)
         start = [path.stat().st_size for path in files]
         code = in_a_new_thread(functools.partial(
-            run_job, request["script"], request["argv"], request["cwd"], request["conf"], opened))
+            run_job, request["script"], request["argv"], request["cwd"], request["conf"],
+            request.get("env", {}), opened))
         os.chdir(home)
         out, err = (appended(path, offset) for path, offset in zip(files, start, strict=True))
         answers.write(json.dumps({"code": code, "stdout": out, "stderr": err}) + "\n")
