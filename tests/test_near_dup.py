@@ -77,6 +77,62 @@ def test_the_result_is_the_same_on_any_partitioning(spark, long_pairs) -> None:
     assert runs[0] == runs[1]
 
 
+def plan_nodes(node):
+    """Every node of an executed physical plan (a JVM object), into adaptive plans and their
+    query stages."""
+    yield node
+    name = node.nodeName()
+    if name.startswith("AdaptiveSparkPlan"):
+        yield from plan_nodes(node.executedPlan())
+    elif "QueryStage" in name:
+        yield from plan_nodes(node.plan())
+    children = node.children()
+    for i in range(children.size()):
+        yield from plan_nodes(children.apply(i))
+
+
+def broadcast_types(df) -> list[str]:
+    """The data types of the columns each BroadcastExchange of `df`'s executed plan sends."""
+    types = []
+    for node in plan_nodes(df._jdf.queryExecution().executedPlan()):
+        if node.nodeName() == "BroadcastExchange":
+            output = node.output()
+            types += [output.apply(i).dataType().typeName() for i in range(output.size())]
+    return types
+
+
+@pytest.mark.integration  # several Spark jobs of joins and label rounds
+def test_nothing_is_broadcast_whatever_spark_estimates(spark, long_pairs, monkeypatch) -> None:
+    """Spark sizes an array column at one element and a checkpointed table by its plan, so
+    the shingles, bucket keys and edges of 1M rows looked small enough to broadcast and filled
+    a 1 GB heap (bench/near_dup.py scale). With Spark allowed to broadcast anything, every
+    query of the stage (each checkpointed step, and the result) joins by sort-merge."""
+    from pyspark.sql.classic.dataframe import DataFrame  # what the session's frames are
+
+    ran, checkpoint = [], DataFrame.localCheckpoint
+
+    def recorded(df, *args, **kwargs):
+        ran.append(df)  # its query execution is the one the checkpoint runs
+        return checkpoint(df, *args, **kwargs)
+
+    monkeypatch.setattr(DataFrame, "localCheckpoint", recorded)
+    key, before = "spark.sql.autoBroadcastJoinThreshold", spark.conf.get(
+        "spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set(key, str(2**30))
+    try:
+        out = near_dup(frame(spark, long_pairs + variants(long_pairs)),
+                       config("near_dup.side=tgt", "near_dup.threshold=0.5"))
+        assert any(r.reject_rule == "near_dup" for r in out.collect())
+    finally:
+        spark.conf.set(key, before)
+    assert len(ran) >= 5  # shingles, bucket keys, edges, labels and their rounds
+    joined = [df._jdf.queryExecution().executedPlan().toString() for df in [*ran, out]]
+    assert sum("SortMergeJoin" in plan for plan in joined) >= 3
+    assert not any("BroadcastHashJoin" in plan or "BroadcastNestedLoop" in plan
+                   for plan in joined)
+    assert [broadcast_types(df) for df in [*ran, out]] == [[]] * (len(ran) + 1)
+
+
 @pytest.mark.integration  # several Spark jobs of joins and label rounds
 def test_recall_and_precision_against_brute_force(spark, anki_pool) -> None:
     """Every pair of 120 rows (60 real pairs and a variant of each) by its true Jaccard: the

@@ -16,7 +16,10 @@ Shingle hashes and the signatures' permutations `(a*h + c) mod p` in numpy over 
 (udfs/minhash.py: as Spark SQL lambdas they were interpreted value by value, 25x the CPU);
 candidates, verification and groups as Spark joins and aggregations.
 A candidate bucket gives star edges (each row to the bucket's smallest id), so a bucket of k
-rows costs k edges, not k^2.
+rows costs k edges, not k^2. Every join is a sort-merge join, never a broadcast, so memory per
+executor stays flat as the rows grow: Spark sizes an array column at one element and a
+checkpointed table by its plan, so the shingles, bucket keys and edges of 1M rows looked small
+enough to broadcast and filled a 1 GB heap (bench/near_dup.py scale).
 """
 
 from __future__ import annotations
@@ -126,9 +129,9 @@ def components(edges: DataFrame) -> DataFrame:
     labels = (both.groupBy("a").agg(F.least(F.min("b"), F.col("a")).alias("label"))
               .withColumnRenamed("a", "id").localCheckpoint())
     for _ in range(MAX_ROUNDS):
-        offered = (both.join(labels, both.a == labels.id).groupBy("b")
+        offered = (both.hint("merge").join(labels, both.a == labels.id).groupBy("b")
                    .agg(F.min("label").alias("offer")))
-        moved = (labels.join(offered, labels.id == offered.b, "left")
+        moved = (labels.hint("merge").join(offered, labels.id == offered.b, "left")
                  .select("id", F.col("label").alias("before"),
                          F.least("label", F.coalesce("offer", "label")).alias("label"))
                  .localCheckpoint())
@@ -159,24 +162,29 @@ def near_dup(rows: DataFrame, cfg: FilterConfig) -> DataFrame:
               .select("row_id", "corpus", "file", "line",
                       shingles(text_of(nd, cfg.mono), nd, by_chars).alias("_sh"))
               .localCheckpoint())
-    buckets = (hashed.select("row_id", F.posexplode(band_keys(F.col("_sh"), nd)))
-               .groupBy("pos", "col").agg(F.min("row_id").alias("a"),
-                                           F.collect_set("row_id").alias("_ids"))
-               .where(F.size("_ids") > 1))
-    edges = (buckets.select("a", F.explode("_ids").alias("b")).where(F.col("a") != F.col("b"))
-             .distinct())
-    sh = hashed.select("row_id", "_sh")
+    # Star edges, each row to the smallest id of a bucket it shares: the buckets' first ids
+    # by plain aggregation, then joined back (a list of each bucket's ids, collect_set, falls
+    # back to sorting object rows at a million rows and ran out of a 1 GB heap).
+    keyed = (hashed.select("row_id", F.posexplode(band_keys(F.col("_sh"), nd)))
+             .localCheckpoint())
+    firsts = (keyed.groupBy("pos", "col").agg(F.min("row_id").alias("a"),
+                                              F.count("*").alias("_n"))
+              .where(F.col("_n") > 1).drop("_n"))
+    edges = (keyed.hint("merge").join(firsts, ["pos", "col"]).where(F.col("row_id") != F.col("a"))
+             .select("a", F.col("row_id").alias("b")).distinct())
+    sh = hashed.select("row_id", "_sh").hint("merge")
     verified = (edges.join(sh.toDF("a", "_sa"), "a").join(sh.toDF("b", "_sb"), "b")
                 .where(jaccard(F.col("_sa"), F.col("_sb")) >= nd.threshold).select("a", "b"))
     groups = components(verified)
     first = F.min(F.struct("corpus", "file", "line", "row_id"))
-    placed = hashed.join(groups, hashed.row_id == groups.id).drop("id")
+    placed = hashed.hint("merge").join(groups, hashed.row_id == groups.id).drop("id")
     survivors = placed.groupBy("label").agg(first["row_id"].alias("_survivor"))
-    decided = (placed.join(survivors, "label")
+    decided = (placed.hint("merge").join(survivors, "label")
                .join(sh.toDF("_survivor", "_ss"), "_survivor")
                .where(F.col("row_id") != F.col("_survivor"))
                .select("row_id", "_survivor", jaccard(F.col("_sh"), F.col("_ss")).alias("_j")))
-    out = rows.join(decided, "row_id", "left").select(*rows.columns, "_survivor", "_j")
+    out = (rows.join(decided.hint("merge"), "row_id", "left")
+           .select(*rows.columns, "_survivor", "_j"))
     is_dup = alive() & F.col("_survivor").isNotNull()
     out = out.withColumns({
         "dup_of": F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")),
