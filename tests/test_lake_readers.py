@@ -1,5 +1,6 @@
-"""The lake as any Parquet reader sees it, through the real `spark-submit`: after a commit,
-after a run killed in the middle of its commit, and after the next run, pyarrow and duckdb
+"""The lake as any Parquet reader sees it, with jobs run as spark-submit runs them (the warm
+driver, docs/testing.md; the killed one by spark-submit itself): after a commit, after a run
+killed in the middle of its commit, and after the next run, pyarrow and duckdb
 pointed at a table's documented path read exactly what the catalog shows. Corpus names that
 Spark escapes in paths (`:`, `#`, non-ASCII) keep their rows; a run id is never reused."""
 

@@ -1,6 +1,7 @@
 """`filter.py --redecide RUN`: a run re-decided with new thresholds equals a full run with
 them (clean and rejected rows, rules, dup_of), without recomputing a score; bad requests are
-one line and exit 2. Real spark-submits on the Tatoeba zh-en pairs plus constructed pairs."""
+one line and exit 2. Jobs run as spark-submit runs them (the warm driver, docs/testing.md) on
+the Tatoeba zh-en pairs plus constructed pairs."""
 
 from __future__ import annotations
 
