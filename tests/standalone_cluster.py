@@ -1,11 +1,17 @@
 """A real Spark standalone cluster from pyspark's own sbin scripts (the pip package ships
 `spark-daemon.sh`, which start-master.sh/start-worker.sh wrap): one master and workers with
 one core each, bound to 127.0.0.1, with their own work, log and pid directories; stopped on
-exit even when the test fails."""
+exit even when the test fails.
+
+Ports are picked free, but another process (a test worker's Spark driver) can take one before
+the daemon binds it. So each daemon gets one try per port (Spark would otherwise move to the
+next port silently, and the test would talk to whatever holds the first), the master is known
+by its own URL in its status, and a cluster whose daemon died starts again on fresh ports."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -68,16 +74,66 @@ def _daemon(env: dict[str, str], action: str, role: str, instance: int, *args: s
                    env=env, check=action == "start", capture_output=True, text=True, timeout=120)
 
 
-def _wait(what: str, ready, timeout: float = 90.0) -> None:
+START_ATTEMPTS = 3
+
+
+class DaemonDied(RuntimeError):
+    """A daemon exited while starting: most likely its port was taken meanwhile."""
+
+
+def _running(env: dict[str, str], role: str, instance: int) -> bool:
+    ident = env["SPARK_IDENT_STRING"]
+    pid_file = Path(env["SPARK_PID_DIR"]) / f"spark-{ident}-{role}-{instance}.pid"
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _wait(what: str, ready, alive, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             if ready():
                 return
-        except OSError:
+        except (OSError, ValueError):  # not listening yet, or something else answered
             pass
+        if not alive():
+            raise DaemonDied(f"standalone cluster: {what} exited while starting")
         time.sleep(0.5)
     raise TimeoutError(f"standalone cluster: {what} not ready after {timeout:.0f} s")
+
+
+def _is_master(status: dict, url: str) -> bool:
+    return status["url"] == url and status["status"] == "ALIVE"
+
+
+def _start(root: Path, env: dict[str, str], workers: int, cores: int, memory: str) -> Cluster:
+    port, ui = free_port(), free_port()
+    worker_uis = [free_port() for _ in range(workers)]
+    url = f"spark://127.0.0.1:{port}"
+    work_dirs = [root / "work" / str(i) for i in range(1, workers + 1)]
+    cluster = Cluster(url, f"http://127.0.0.1:{ui}", [f"http://127.0.0.1:{p}" for p in worker_uis],
+                      env, work_dirs)
+    _daemon(env, "start", MASTER, 1, "--host", "127.0.0.1", "--port", str(port),
+            "--webui-port", str(ui))
+    _wait("master", lambda: _is_master(cluster.status(), url), lambda: _running(env, MASTER, 1))
+    for i, web in enumerate(worker_uis, start=1):
+        _daemon(env, "start", WORKER, i, "--host", "127.0.0.1", "--webui-port", str(web),
+                "--cores", str(cores), "--memory", memory, "--work-dir", str(work_dirs[i - 1]),
+                url)
+    _wait(f"{workers} workers", lambda: sum(
+        w["state"] == "ALIVE" for w in cluster.status()["workers"]) == workers,
+        lambda: all(_running(env, role, i) for role, i in
+                    [(MASTER, 1), *((WORKER, i) for i in range(1, workers + 1))]))
+    return cluster
+
+
+def _stop(env: dict[str, str], workers: int) -> None:
+    for i in range(1, workers + 1):
+        _daemon(env, "stop", WORKER, i)
+    _daemon(env, "stop", MASTER, 1)
 
 
 @contextmanager
@@ -85,8 +141,6 @@ def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2, cores:
                        memory: str = "2g") -> Iterator[Cluster]:
     """`workers` workers offering `cores` cores (more than the machine's, for several
     applications at once) and `memory` each."""
-    port, ui = free_port(), free_port()
-    worker_uis = [free_port() for _ in range(workers)]
     env = dict(
         env,
         SPARK_HOME=str(SPARK_HOME),
@@ -94,23 +148,17 @@ def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2, cores:
         SPARK_LOG_DIR=str(root / "logs"),
         SPARK_PID_DIR=str(root / "pids"),
         SPARK_IDENT_STRING="sluice-test",
+        SPARK_DAEMON_JAVA_OPTS=f"{env.get('SPARK_DAEMON_JAVA_OPTS', '')} -Dspark.port.maxRetries=0",
     )
-    url = f"spark://127.0.0.1:{port}"
-    work_dirs = [root / "work" / str(i) for i in range(1, workers + 1)]
-    cluster = Cluster(url, f"http://127.0.0.1:{ui}", [f"http://127.0.0.1:{p}" for p in worker_uis],
-                      env, work_dirs)
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            cluster = _start(root, env, workers, cores, memory)
+            break
+        except DaemonDied:
+            _stop(env, workers)
+            if attempt == START_ATTEMPTS:
+                raise
     try:
-        _daemon(env, "start", MASTER, 1, "--host", "127.0.0.1", "--port", str(port),
-                "--webui-port", str(ui))
-        _wait("master", lambda: cluster.status()["status"] == "ALIVE")
-        for i, web in enumerate(worker_uis, start=1):
-            _daemon(env, "start", WORKER, i, "--host", "127.0.0.1", "--webui-port", str(web),
-                    "--cores", str(cores), "--memory", memory, "--work-dir", str(work_dirs[i - 1]),
-                    url)
-        _wait(f"{workers} workers", lambda: sum(
-            w["state"] == "ALIVE" for w in cluster.status()["workers"]) == workers)
         yield cluster
     finally:
-        for i in range(1, workers + 1):
-            _daemon(env, "stop", WORKER, i)
-        _daemon(env, "stop", MASTER, 1)
+        _stop(env, workers)
