@@ -43,6 +43,8 @@ from udfs.scripts import unspaced
 SEED = 40
 MAX_ROUNDS = 50  # label propagation; a near-dup group's diameter is a few edges
 JACCARD = "near_dup_jaccard"
+KEYS = "near_dup_keys"  # an alive row's MinHash band keys, stored with it for refreshes
+SHINGLES, FIXED = "_sh", "_fixed"
 
 
 # How the bands are chosen: a missed near-duplicate stays in the corpus, a false candidate
@@ -80,10 +82,13 @@ def permutations(num_perm: int) -> list[tuple[int, int]]:
     return [(rng.randrange(1, PRIME), rng.randrange(0, PRIME)) for _ in range(num_perm)]
 
 
-def text_of(cfg: NearDupConf, mono: bool) -> Column:
+def text_of(cfg: NearDupConf, mono: bool, src: Column | None = None,
+            tgt: Column | None = None) -> Column:
     """What is compared: the pair (both sides), or one side; lower-cased."""
     side = "src" if mono else cfg.side
-    text = F.concat_ws(" \t ", "src", "tgt") if side == "pair" else F.col(side)
+    src = F.col("src") if src is None else src
+    tgt = F.col("tgt") if tgt is None else tgt
+    text = {"pair": F.concat_ws(" \t ", src, tgt), "src": src, "tgt": tgt}[side]
     return F.lower(text)
 
 
@@ -150,44 +155,87 @@ def by_characters(cfg: FilterConfig) -> bool:
 
 
 def near_dup(rows: DataFrame, cfg: FilterConfig) -> DataFrame:
-    """`rows` with the near-duplicates among the alive ones rejected (module docstring)."""
+    """`rows` with the near-duplicates among the alive ones rejected (module docstring), and
+    each alive row's band keys in `near_dup_keys` (stored: a refresh compares new rows with
+    them, jobs/refreshing/dedup.py)."""
+    announce(cfg)
+    shingle = Shingler(cfg)
+    hashed = (rows.where(alive())
+              .select("row_id", "corpus", "file", "line", shingle(F.col("src"), F.col("tgt")))
+              .localCheckpoint())
+    keyed = hashed.select("row_id", "corpus", "file", "line", F.lit(False).alias(FIXED),
+                          shingle.keys(F.col(SHINGLES)).alias(KEYS)).localCheckpoint()
+    decided = decisions(keyed, lambda ids: hashed.select("row_id", SHINGLES).join(ids, "row_id"),
+                        cfg.near_dup.threshold)
+    return apply(rows, keyed, decided)
+
+
+def announce(cfg: FilterConfig) -> None:
     nd = cfg.near_dup
     b, r = bands(nd.threshold, nd.num_perm)
     log(f"near_dup: Jaccard >= {nd.threshold} of {nd.side} shingles, MinHash {b} bands x "
         f"{r} rows (the S-curve's 50% point at {(1 / b) ** (1 / r):.2f})")
-    by_chars = by_characters(cfg)
-    if "dup_of" not in rows.columns:  # exact dedup off
-        rows = rows.withColumn("dup_of", F.lit(None).cast("long"))
-    hashed = (rows.where(alive())
-              .select("row_id", "corpus", "file", "line",
-                      shingles(text_of(nd, cfg.mono), nd, by_chars).alias("_sh"))
-              .localCheckpoint())
+
+
+class Shingler:
+    """The run's shingles (`SHINGLES`, from the src and tgt columns) and band keys."""
+
+    def __init__(self, cfg: FilterConfig) -> None:
+        self.nd, self.mono, self.by_chars = cfg.near_dup, cfg.mono, by_characters(cfg)
+
+    def __call__(self, src: Column, tgt: Column) -> Column:
+        text = text_of(self.nd, self.mono, src, tgt)
+        return shingles(text, self.nd, self.by_chars).alias(SHINGLES)
+
+    def keys(self, hashes: Column) -> Column:
+        return band_keys(hashes, self.nd)
+
+
+def decisions(keyed: DataFrame, shingles_of, threshold: float) -> DataFrame:
+    """(row_id, _survivor, _j) of each near-duplicate among `keyed` (row_id, corpus, file,
+    line, `FIXED`, `KEYS`): its group's survivor and its Jaccard to it. `shingles_of(ids)`
+    gives (row_id, `SHINGLES`) of the rows `ids` (only rows sharing a bucket are asked for).
+    A `FIXED` row (one a refresh cannot rewrite) survives, and first in its group."""
     # Star edges, each row to the smallest id of a bucket it shares: the buckets' first ids
     # by plain aggregation, then joined back (a list of each bucket's ids, collect_set, falls
     # back to sorting object rows at a million rows and ran out of a 1 GB heap).
-    keyed = (hashed.select("row_id", F.posexplode(band_keys(F.col("_sh"), nd)))
-             .localCheckpoint())
-    firsts = (keyed.groupBy("pos", "col").agg(F.min("row_id").alias("a"),
-                                              F.count("*").alias("_n"))
+    exploded = keyed.select("row_id", F.posexplode(KEYS)).localCheckpoint()
+    firsts = (exploded.groupBy("pos", "col").agg(F.min("row_id").alias("a"),
+                                                 F.count("*").alias("_n"))
               .where(F.col("_n") > 1).drop("_n"))
-    edges = (keyed.hint("merge").join(firsts, ["pos", "col"]).where(F.col("row_id") != F.col("a"))
-             .select("a", F.col("row_id").alias("b")).distinct())
-    sh = hashed.select("row_id", "_sh").hint("merge")
+    edges = (exploded.hint("merge").join(firsts, ["pos", "col"])
+             .where(F.col("row_id") != F.col("a"))
+             .select("a", F.col("row_id").alias("b")).distinct().localCheckpoint())
+    ids = (edges.select(F.col("a").alias("row_id")).union(edges.select(F.col("b"))).distinct()
+           .hint("merge"))  # joined with every row's shingles or text
+    sh = shingles_of(ids).localCheckpoint().hint("merge")
     verified = (edges.join(sh.toDF("a", "_sa"), "a").join(sh.toDF("b", "_sb"), "b")
-                .where(jaccard(F.col("_sa"), F.col("_sb")) >= nd.threshold).select("a", "b"))
+                .where(jaccard(F.col("_sa"), F.col("_sb")) >= threshold).select("a", "b"))
     groups = components(verified)
-    first = F.min(F.struct("corpus", "file", "line", "row_id"))
-    placed = hashed.hint("merge").join(groups, hashed.row_id == groups.id).drop("id")
+    first = F.min(F.struct(~F.col(FIXED), "corpus", "file", "line", "row_id"))
+    placed = keyed.hint("merge").join(groups, keyed.row_id == groups.id).drop("id")
     survivors = placed.groupBy("label").agg(first["row_id"].alias("_survivor"))
-    decided = (placed.hint("merge").join(survivors, "label")
-               .join(sh.toDF("_survivor", "_ss"), "_survivor")
-               .where(F.col("row_id") != F.col("_survivor"))
-               .select("row_id", "_survivor", jaccard(F.col("_sh"), F.col("_ss")).alias("_j")))
-    out = (rows.join(decided.hint("merge"), "row_id", "left")
-           .select(*rows.columns, "_survivor", "_j"))
+    return (placed.hint("merge").join(survivors, "label")
+            .where((F.col("row_id") != F.col("_survivor")) & ~F.col(FIXED))
+            .join(sh.toDF("row_id", SHINGLES), "row_id")
+            .join(sh.toDF("_survivor", "_ss"), "_survivor")
+            .select("row_id", "_survivor", jaccard(F.col(SHINGLES), F.col("_ss")).alias("_j")))
+
+
+def apply(rows: DataFrame, keyed: DataFrame, decided: DataFrame) -> DataFrame:
+    """`rows` with the alive ones' `KEYS` from `keyed` and the near-duplicates in `decided`
+    (`decisions`) rejected, with `dup_of` their survivor and `near_dup_jaccard`."""
+    if "dup_of" not in rows.columns:  # exact dedup off
+        rows = rows.withColumn("dup_of", F.lit(None).cast("long"))
+    fates = keyed.select("row_id", F.col(KEYS).alias("_keys")).join(
+        decided.hint("merge"), "row_id", "left")
+    out = (rows.drop(KEYS, JACCARD).join(fates.hint("merge"), "row_id", "left")
+           .select(*[c for c in rows.columns if c not in (KEYS, JACCARD)], "_keys",
+                   "_survivor", "_j"))
     is_dup = alive() & F.col("_survivor").isNotNull()
     out = out.withColumns({
         "dup_of": F.when(is_dup, F.col("_survivor")).otherwise(F.col("dup_of")),
         JACCARD: F.when(is_dup, F.col("_j").cast("double")),
+        KEYS: F.when(alive(), F.col("_keys")),
     })
-    return reject_where(out, is_dup, "near_dup", "near_dup").drop("_survivor", "_j")
+    return reject_where(out, is_dup, "near_dup", "near_dup").drop("_survivor", "_j", "_keys")
