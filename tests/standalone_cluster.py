@@ -148,15 +148,18 @@ def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2, cores:
         SPARK_LOG_DIR=str(root / "logs"),
         SPARK_PID_DIR=str(root / "pids"),
         SPARK_IDENT_STRING="sluice-test",
-        SPARK_DAEMON_JAVA_OPTS=f"{env.get('SPARK_DAEMON_JAVA_OPTS', '')} -Dspark.port.maxRetries=0",
+        # One try per port; and no REST submission server, whose fixed port (6066) a second
+        # cluster (the other test worker's) would fail to bind.
+        SPARK_DAEMON_JAVA_OPTS=f"{env.get('SPARK_DAEMON_JAVA_OPTS', '')} "
+        "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false",
     )
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
             cluster = _start(root, env, workers, cores, memory)
             break
-        except DaemonDied:
-            _stop(env, workers)
-            if attempt == START_ATTEMPTS:
+        except Exception as failed:
+            _stop(env, workers)  # whatever started of it
+            if not isinstance(failed, DaemonDied) or attempt == START_ATTEMPTS:
                 raise
     try:
         yield cluster
