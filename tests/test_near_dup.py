@@ -197,17 +197,6 @@ def test_the_filter_job_runs_the_stage_and_counts_it(spark, tmp_path, anki_pool,
     assert "near_dup.enabled changes how scores are computed" in capsys.readouterr().err
 
 
-def test_a_refresh_refuses_it_until_it_is_lake_wide(tmp_path) -> None:
-    from jobs.kit.errors import ConfigError
-    from jobs.refreshing.config import load_refresh_config
-
-    config = tmp_path / "refresh.yaml"
-    config.write_text("pair: zh-en\nsources: [{corpus: crawl, path: incoming/zh-en/crawl}]\n"
-                      "near_dup: {enabled: true}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="near_dup is not lake-wide yet"):
-        load_refresh_config(config, [])
-
-
 @pytest.mark.parametrize("setting", ["near_dup.threshold=1.5", "near_dup.num_perm=1",
                                      "near_dup.side=both", "near_dup.word_ngram=0"])
 def test_a_bad_setting_is_a_config_error(setting: str) -> None:

@@ -12,6 +12,7 @@ from pyspark.sql.types import StructType
 
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.layout import Layout
+from jobs.filtering.near_dup import near_dup
 from jobs.filtering.stages import dedup
 from jobs.filtering.stats import (
     STATS_SCHEMA,
@@ -152,6 +153,10 @@ class FilterRun:
     def deduplicate(self, decided: DataFrame) -> DataFrame:
         """Duplicates among the run's rows (jobs/filtering/stages.py)."""
         return dedup(decided, self.cfg)
+
+    def near_deduplicate(self, rows: DataFrame) -> DataFrame:
+        """Near-duplicates among the run's rows (jobs/filtering/near_dup.py)."""
+        return near_dup(rows, self.cfg)
 
     def ensure_tables(self, raw: DataFrame, decided: DataFrame, stats: DataFrame) -> None:
         """`bitext` (or `mono`) holds clean and rejected rows, partitioned by outcome, so one

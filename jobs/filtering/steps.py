@@ -59,6 +59,7 @@ class Run(Protocol):
     def stage(self, name: str) -> AbstractContextManager[None]: ...
     def partitions(self) -> int: ...
     def deduplicate(self, rows: DataFrame) -> DataFrame: ...
+    def near_deduplicate(self, rows: DataFrame) -> DataFrame: ...
     def pair_score_cut(self, rows: DataFrame) -> Column | None: ...
 
 
@@ -173,10 +174,10 @@ class NearDup(Stage):
         return [("near_dup", "near_dup")] if self.on(cfg) else []
 
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
-        return near_dup(rows, run.cfg)
+        return run.near_deduplicate(rows)  # a refresh's is lake-wide, decided with its dedup
 
     def decide(self, run: Run, rows: DataFrame) -> DataFrame:
-        return self.score(run, rows)  # from the stored text: the same on the rows now alive
+        return near_dup(rows, run.cfg)  # from the stored text: the same on the rows now alive
 
 
 class ScorerStage(Stage):

@@ -53,9 +53,6 @@ class RefreshConfig(FilterConfig):
             raise ValueError(f"corpus {twice[0]!r} is named by two sources: one path each")
         if self.stale_after_s_too_short():
             raise ValueError("refresh.stale_after_s must be over twice refresh.heartbeat_s")
-        if self.near_dup.enabled:  # it would compare the new rows only: not what --full gives
-            raise ValueError("near_dup is not lake-wide yet: a refresh would compare only its "
-                             "new rows; turn it off here (jobs/filter.py runs it)")
         return self
 
     def stale_after_s_too_short(self) -> bool:

@@ -13,6 +13,10 @@ scorers after it run again) and rewritten with the refresh, in the same commit.
 
 Rows no refresh wrote (a plain filter run's files, with no source file id) cannot be
 rewritten by one: a refresh treats their clean rows as fixed survivors, as before.
+
+With near_dup on, the same rows then go through lake-wide near-dup (jobs/refreshing/
+near_dup.py) before the changed files are told, so a file is carried when either decision
+of one of its rows changes.
 """
 
 from __future__ import annotations
@@ -22,13 +26,15 @@ from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.layout import Layout
+from jobs.filtering.near_dup import JACCARD, KEYS
 from jobs.filtering.stages import KEY_HASH, dedup_rules, key_hashes, mark_duplicates
 from jobs.filtering.steps import stages_from
 from jobs.lake.store import Lake
+from jobs.refreshing.near_dup import lake_near_dup
 from jobs.refreshing.units import SOURCE_COLUMN, SOURCE_FILE
 from udfs.dedup import dedup_key
 
-# Stages a row reaches alive at dedup: dedup itself and the pair scorers after it.
+# Stages a row reaches alive at dedup: dedup itself, near_dup and the pair scorers after it.
 FROM_DEDUP = list(stages_from("dedup"))
 STORED = "_stored"  # a committed row taking part in the refresh's dedup
 WAS_RULE, WAS_DUP = "_was_rule", "_was_dup"  # its dedup decision as committed
@@ -40,7 +46,8 @@ def reached_dedup() -> Column:
 
 
 def dedup_decision() -> Column:
-    return F.when(F.col("reject_stage") == "dedup", F.col("reject_rule"))
+    """The rule exact or near dedup rejected a row by (null: it survived both)."""
+    return F.when(F.col("reject_stage").isin("dedup", "near_dup"), F.col("reject_rule"))
 
 
 def stored_rows(spark: SparkSession, lake: Lake, layout: Layout, key: str) -> DataFrame | None:
@@ -93,8 +100,9 @@ class RefreshDedup:
     def movable(self) -> DataFrame:
         """Rows of kept files that reached dedup, alive again, with their committed decision."""
         rows = self.stored.where(F.col(SOURCE_COLUMN).isin(self.kept) & reached_dedup())
+        near = [KEYS] if self.cfg.near_dup.enabled and KEYS in rows.columns else []
         return with_key_hashes(rows, self.cfg).select(
-            "row_id", "corpus", "file", "line", *self.hashes(),
+            "row_id", "corpus", "file", "line", *self.hashes(), *near,
             F.col(SOURCE_COLUMN).cast("string").alias(SOURCE_COLUMN),
             dedup_decision().alias(WAS_RULE), F.col("dup_of").alias(WAS_DUP))
 
@@ -109,7 +117,12 @@ class RefreshDedup:
             "reject_stage": F.lit(None).cast("string"), "reject_rule": F.lit(None).cast("string"),
             "dup_of": F.lit(None).cast("long"), STORED: F.lit(True)})
         both = new.withColumn(STORED, F.lit(False)).unionByName(old, allowMissingColumns=True)
-        return mark_duplicates(both, self.cfg, self.fixed_survivors())
+        fixed = self.fixed_survivors()
+        marked = mark_duplicates(both, self.cfg, fixed)
+        if not self.cfg.near_dup.enabled:
+            return marked
+        # Staged first: near-dup reads the rows three times (keys, texts, the result).
+        return lake_near_dup(marked.localCheckpoint(), self.stored, fixed, self.cfg, STORED)
 
     @staticmethod
     def changed_files(decided: DataFrame) -> list[str]:
@@ -129,15 +142,17 @@ class RefreshDedup:
         the pair scorers' scores go (they run again on what dedup keeps)."""
         rows = self.stored.where(F.col(SOURCE_COLUMN).isin(files))
         rows = with_key_hashes(rows, self.cfg)
+        near = [c for c in (JACCARD, KEYS) if c in decided.columns]  # near_dup's, when on
         fates = decided.where(F.col(STORED)).select(
             "row_id", F.col("reject_stage").alias("_stage"), F.col("reject_rule").alias("_rule"),
-            F.col("dup_of").alias("_dup"))
-        rows = rows.join(fates, "row_id", "left")
+            F.col("dup_of").alias("_dup"), *[F.col(c).alias(f"_{c}") for c in near])
+        rows = rows.drop(*near).join(fates, "row_id", "left")
         again = reached_dedup()
         rows = rows.withColumns({
             "reject_stage": F.when(again, F.col("_stage")).otherwise(F.col("reject_stage")),
             "reject_rule": F.when(again, F.col("_rule")).otherwise(F.col("reject_rule")),
             "dup_of": F.when(again, F.col("_dup")),
             SOURCE_COLUMN: F.col(SOURCE_COLUMN).cast("string"),
+            **{c: F.when(again, F.col(f"_{c}")) for c in near},
         })
         return rows.select(*columns)

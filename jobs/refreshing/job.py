@@ -79,6 +79,7 @@ class RefreshRun(FilterRun):
         self.lines_per_file: dict[str, int] = {}  # lines read per processed file id
         self.lock: RemoteLock | None = None  # a remote lake's lock, checked before the commit
         self.carried: list[str] = []  # ids of kept files whose rows this run re-decides
+        self.near_dup_done = False  # lake-wide near-dup ran with the lake-wide dedup
 
     def stage(self, name: str) -> AbstractContextManager[None]:
         corpora = ",".join(sorted({f.corpus for f in self.plan.process}))
@@ -107,15 +108,22 @@ class RefreshRun(FilterRun):
             return dedup(decided, self.cfg)
         kept = {e.file_id for e in self.plan.kept}
         redo = RefreshDedup(self.cfg, stored, kept, self.plan.removed)
-        with self.stage("normalize+rules+langid+dedup"):  # staged: read three times below
+        near = "+near_dup" if self.cfg.near_dup.enabled else ""
+        with self.stage(f"normalize+rules+langid+dedup{near}"):  # staged: read three times
             marked = self.staged(redo.decide(with_dedup_keys(decided, self.cfg)), "stage_dedup")
             self.carried = redo.changed_files(marked)
+        self.near_dup_done = self.cfg.near_dup.enabled
         rows = redo.new_rows(marked)
         if not self.carried:
             return rows
         log(f"re-deciding the committed rows of {len(self.carried)} kept file(s) whose "
             "duplicates' survivors changed")
         return rows.unionByName(redo.carried_rows(self.carried, marked, rows.columns))
+
+    def near_deduplicate(self, rows: DataFrame) -> DataFrame:
+        """Done lake-wide with the dedup (jobs/refreshing/near_dup.py), or over the run's
+        rows when the lake held none of the pair's yet."""
+        return rows if self.near_dup_done else super().near_deduplicate(rows)
 
     def finish(self, rows_in: DataFrame, decided: DataFrame, raw: DataFrame) -> list[Flip]:
         """As a filter run's, with the carried files' committed raw rows counted in."""
