@@ -2,6 +2,7 @@
 
     python bench/refresh_cost.py                          # a 1M-pair lake, a 10k-pair refresh
     python bench/refresh_cost.py --lake-pairs 50000 --new-pairs 2000 --out /tmp/refresh.json
+    python bench/refresh_cost.py --lake-pairs 200000 --new-pairs 5000 --near-dup  # issue 40
 
 The issue's check: a lake of --lake-pairs pairs, then a refresh adding one file of
 --new-pairs pairs. The refresh should take at most 2x the time of filtering that file alone
@@ -25,6 +26,10 @@ tree (JVM, Python driver, Python workers: getrusage(RUSAGE_CHILDREN) around it):
   4. jobs/filter.py on the new file alone, into an empty lake: the baseline;
   5. refresh 2 again on the restored copy, with refresh.lake_dedup=false (--no-dedup-off
      skips it): refresh 2 minus this is what the lake-wide dedup costs at this lake size.
+With --near-dup every run has the near_dup stage on (jobs/filtering/near_dup.py): refresh 2
+then compares its new rows with the committed rows' stored band keys (jobs/refreshing/
+near_dup.py), and run 5 (near-dup over the new rows alone, as exact dedup) tells what that
+lake-wide part costs.
 Prints a table (refresh/filter ratio: target <= 2), the duplicates refresh 2 found against
 the lake and within the new file (from its rows in the bitext table: `duplicate*` rejections
 whose dup_of is a committed row or a new one), where refresh 2's time went (its log lines,
@@ -105,11 +110,12 @@ def build_data(work: Path, lake_pairs: int, new_pairs: int, files: int, dup_shar
     return {"real_pairs": len(real), "copied": copied, "copied_at": copied_at}
 
 
-def write_config(work: Path) -> Path:
+def write_config(work: Path, near_dup: bool) -> Path:
     path = work / "refresh.yaml"
     path.write_text(
         f"extends: {REPO / 'conf/zh-en.yaml'}\n"
         f"lake: {{root: {work / 'lake'}}}\n"
+        + ("near_dup: {enabled: true}\n" if near_dup else "") +
         "sources:\n"
         f"  - corpus: {CORPUS}\n"
         f"    path: {work / 'sources' / CORPUS}/\n"
@@ -250,7 +256,9 @@ def lake_facts(lake: Path, run_id: str, copied_at: list[int]) -> dict | None:
                   count(*) FILTER (WHERE reject_rule LIKE 'duplicate%' AND committed
                                    AND copy),
                   count(*) FILTER (WHERE reject_rule LIKE 'duplicate%' AND NOT committed),
-                  count(*) FILTER (WHERE copy AND outcome = 'clean')
+                  count(*) FILTER (WHERE copy AND outcome = 'clean'),
+                  count(*) FILTER (WHERE reject_rule = 'near_dup' AND committed),
+                  count(*) FILTER (WHERE reject_rule = 'near_dup' AND NOT committed)
            FROM (SELECT *, dup_of IN (SELECT row_id FROM b WHERE run_id <> $1) AS committed,
                         line - $2 IN (SELECT n FROM copied) AS copy
                  FROM b WHERE run_id = $1)""", [run_id, base]).fetchone()
@@ -269,6 +277,7 @@ def lake_facts(lake: Path, run_id: str, copied_at: list[int]) -> dict | None:
         "new_rows": new[0], "new_clean": new[1],
         "dups_against_lake": new[2], "dups_against_lake_of_copied": new[3],
         "dups_within_new": new[4], "copied_kept_clean": new[5],
+        "near_dups_against_lake": new[6], "near_dups_within_new": new[7],
         "dedup_column_bytes": column_bytes, "clean_table_bytes": total_bytes,
     }
 
@@ -290,6 +299,8 @@ def main() -> None:
                         "--work (skips building the data and refresh 1)")
     p.add_argument("--no-dedup-off", action="store_true",
                    help="skip the run with refresh.lake_dedup=false")
+    p.add_argument("--near-dup", action="store_true",
+                   help="every run with the near_dup stage on (lake-wide in the refreshes)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
     work = Path(args.work).resolve()
@@ -297,7 +308,7 @@ def main() -> None:
     sources, new_file = work / "sources" / CORPUS, work / "incoming/new.tsv"
     marker = work / "built.json"
     sizes = {k: getattr(args, k) for k in ("lake_pairs", "new_pairs", "lake_files",
-                                           "dup_share", "seed")}
+                                           "dup_share", "seed", "near_dup")}
     stamp = time.strftime("%Y%m%dT%H%M%S")
     results: dict = {"args": vars(args), "cpus": os.cpu_count(),
                      "loadavg_start": os.getloadavg()}
@@ -309,12 +320,12 @@ def main() -> None:
         reset_dir(lake)
         shutil.copytree(snapshot, lake, symlinks=True)
         data, results["refresh1"] = built["data"], built["refresh1"]
-        config = write_config(work)
+        config = write_config(work, args.near_dup)
     else:
         claim_work(work)
         data = build_data(work, args.lake_pairs, args.new_pairs, args.lake_files,
                           args.dup_share, args.seed)
-        config = write_config(work)
+        config = write_config(work, args.near_dup)
         results["refresh1"] = refresh(work, config, "refresh1", f"bench-r1-{stamp}",
                                       args.master)
         shutil.copytree(lake, snapshot, symlinks=True)
@@ -341,7 +352,8 @@ def main() -> None:
     reset_dir(alone_lake)
     results["filter_alone"] = fa = submit(
         "filter", ["--pair", PAIR, "--corpus", CORPUS, "--input", str(new_file),
-                   "--lake", str(alone_lake), "--run-id", f"bench-f-{stamp}"],
+                   "--lake", str(alone_lake), "--run-id", f"bench-f-{stamp}",
+                   *(["--set", "near_dup.enabled=true"] if args.near_dup else [])],
         work / "filter-alone.log", args.master)
     print(f"filter alone: {fa['wall_s']:.1f} s wall, {fa['cpu_s']:.1f} s CPU", flush=True)
     # 5. refresh 2 again, without the lake-wide dedup
@@ -393,6 +405,10 @@ def main() -> None:
               f"copied from the lake, the rest the real data's own repeats; "
               f"{facts['copied_kept_clean']:,} copied lines kept clean), duplicates within "
               f"the new file {facts['dups_within_new']:,}")
+        if args.near_dup:
+            print(f"refresh 2's near-duplicates: of a lake row "
+                  f"{facts['near_dups_against_lake']:,}, within the new file "
+                  f"{facts['near_dups_within_new']:,}")
         col = facts["dedup_column_bytes"]
         per_row = sum(col.values()) / max(facts["lake_clean"], 1)
         print(f"lake-wide dedup reads of each clean lake row dup_key, file, line, row_id: "
