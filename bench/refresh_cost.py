@@ -299,6 +299,10 @@ def main() -> None:
                         "--work (skips building the data and refresh 1)")
     p.add_argument("--no-dedup-off", action="store_true",
                    help="skip the run with refresh.lake_dedup=false")
+    p.add_argument("--new-name", default="new.tsv",
+                   help="the new file's name among the sources: it sorts before the lake's "
+                        "part-*.tsv (its rows take a survivor's place: their files are "
+                        "carried); zz-new.tsv sorts after them, as a later crawl's dated name")
     p.add_argument("--near-dup", action="store_true",
                    help="every run with the near_dup stage on (lake-wide in the refreshes)")
     p.add_argument("--out", help="write the results as JSON here")
@@ -316,7 +320,9 @@ def main() -> None:
     built = json.loads(marker.read_text()) if marker.exists() else None
     if args.reuse and built and built["sizes"] == sizes and snapshot.is_dir():
         print(f"reusing the lake of {built['refresh1']['log']}", flush=True)
-        (sources / new_file.name).unlink(missing_ok=True)
+        for old in sources.glob("*.tsv"):  # a new file of an earlier run, by any name
+            if not old.name.startswith("part-"):
+                old.unlink()
         reset_dir(lake)
         shutil.copytree(snapshot, lake, symlinks=True)
         data, results["refresh1"] = built["data"], built["refresh1"]
@@ -334,7 +340,7 @@ def main() -> None:
     results["data"] = {k: v for k, v in data.items() if k != "copied_at"}
 
     # 2. the refresh adding the new file
-    shutil.copy(new_file, sources / new_file.name)
+    shutil.copy(new_file, sources / args.new_name)
     r2_id = f"bench-r2-{stamp}"
     results["refresh2"] = r2 = refresh(work, config, "refresh2", r2_id, args.master)
     facts = lake_facts(lake, r2_id, data["copied_at"])
@@ -361,8 +367,8 @@ def main() -> None:
     if not args.no_dedup_off:
         reset_dir(lake)
         shutil.copytree(snapshot, lake, symlinks=True)
-        (sources / new_file.name).unlink()
-        shutil.copy(new_file, sources / new_file.name)
+        (sources / args.new_name).unlink()
+        shutil.copy(new_file, sources / args.new_name)
         off = refresh(work, config, "refresh2-no-lake-dedup", f"bench-r2n-{stamp}",
                       args.master, ["--set", "refresh.lake_dedup=false"])
         results["refresh2_no_lake_dedup"] = off

@@ -160,12 +160,12 @@ def near_dup(rows: DataFrame, cfg: FilterConfig) -> DataFrame:
     them, jobs/refreshing/dedup.py)."""
     announce(cfg)
     shingle = Shingler(cfg)
-    hashed = (rows.where(alive())
-              .select("row_id", "corpus", "file", "line", shingle(F.col("src"), F.col("tgt")))
-              .localCheckpoint())
-    keyed = hashed.select("row_id", "corpus", "file", "line", F.lit(False).alias(FIXED),
+    hashed = rows.where(alive()).select("row_id", "corpus", "file", "line",
+                                        shingle(F.col("src"), F.col("tgt")))
+    keyed = hashed.select("*", F.lit(False).alias(FIXED),
                           shingle.keys(F.col(SHINGLES)).alias(KEYS)).localCheckpoint()
-    decided = decisions(keyed, lambda ids: hashed.select("row_id", SHINGLES).join(ids, "row_id"),
+    # Every row's shingles are at hand: no need to pick the candidates' out.
+    decided = decisions(keyed, lambda ids: keyed.select("row_id", SHINGLES),
                         cfg.near_dup.threshold)
     return apply(rows, keyed, decided)
 
@@ -193,9 +193,10 @@ class Shingler:
 
 def decisions(keyed: DataFrame, shingles_of, threshold: float) -> DataFrame:
     """(row_id, _survivor, _j) of each near-duplicate among `keyed` (row_id, corpus, file,
-    line, `FIXED`, `KEYS`): its group's survivor and its Jaccard to it. `shingles_of(ids)`
-    gives (row_id, `SHINGLES`) of the rows `ids` (only rows sharing a bucket are asked for).
-    A `FIXED` row (one a refresh cannot rewrite) survives, and first in its group."""
+    line, `FIXED`, `KEYS`, and `SHINGLES` where the caller has them): its group's survivor and
+    its Jaccard to it. `shingles_of(ids)` gives (row_id, `SHINGLES`) of at least the rows
+    `ids` (those sharing a bucket with another). A `FIXED` row (one a refresh cannot rewrite)
+    survives, and first in its group."""
     # Star edges, each row to the smallest id of a bucket it shares: the buckets' first ids
     # by plain aggregation, then joined back (a list of each bucket's ids, collect_set, falls
     # back to sorting object rows at a million rows and ran out of a 1 GB heap).
@@ -205,20 +206,21 @@ def decisions(keyed: DataFrame, shingles_of, threshold: float) -> DataFrame:
               .where(F.col("_n") > 1).drop("_n"))
     edges = (exploded.hint("merge").join(firsts, ["pos", "col"])
              .where(F.col("row_id") != F.col("a"))
-             .select("a", F.col("row_id").alias("b")).distinct().localCheckpoint())
+             .select("a", F.col("row_id").alias("b")).distinct())
     ids = (edges.select(F.col("a").alias("row_id")).union(edges.select(F.col("b"))).distinct()
            .hint("merge"))  # joined with every row's shingles or text
-    sh = shingles_of(ids).localCheckpoint().hint("merge")
+    sh = shingles_of(ids).hint("merge")
     verified = (edges.join(sh.toDF("a", "_sa"), "a").join(sh.toDF("b", "_sb"), "b")
                 .where(jaccard(F.col("_sa"), F.col("_sb")) >= threshold).select("a", "b"))
     groups = components(verified)
     first = F.min(F.struct(~F.col(FIXED), "corpus", "file", "line", "row_id"))
     placed = keyed.hint("merge").join(groups, keyed.row_id == groups.id).drop("id")
     survivors = placed.groupBy("label").agg(first["row_id"].alias("_survivor"))
-    return (placed.hint("merge").join(survivors, "label")
-            .where((F.col("row_id") != F.col("_survivor")) & ~F.col(FIXED))
-            .join(sh.toDF("row_id", SHINGLES), "row_id")
-            .join(sh.toDF("_survivor", "_ss"), "_survivor")
+    dups = (placed.hint("merge").join(survivors, "label")
+            .where((F.col("row_id") != F.col("_survivor")) & ~F.col(FIXED)))
+    if SHINGLES not in dups.columns:
+        dups = dups.join(sh.toDF("row_id", SHINGLES), "row_id")
+    return (dups.join(sh.toDF("_survivor", "_ss"), "_survivor")
             .select("row_id", "_survivor", jaccard(F.col(SHINGLES), F.col("_ss")).alias("_j")))
 
 

@@ -46,8 +46,8 @@ def lake_near_dup(marked: DataFrame, stored: DataFrame, fixed: DataFrame,
               .select(*ORDER, FIXED, shingle.keys(shingle(F.col("src"), F.col("tgt"))).alias(KEYS)))
     keyed = compared.where(F.col(KEYS).isNotNull()).unionByName(hashed).localCheckpoint()
 
-    def shingles_of(ids: DataFrame) -> DataFrame:
+    def shingles_of(ids: DataFrame) -> DataFrame:  # staged: each is read three times
         return ids.join(texts.hint("merge"), "row_id").select(
-            "row_id", shingle(F.col("src"), F.col("tgt")))
+            "row_id", shingle(F.col("src"), F.col("tgt"))).localCheckpoint()
 
     return apply(marked, keyed, decisions(keyed, shingles_of, cfg.near_dup.threshold))
