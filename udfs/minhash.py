@@ -8,7 +8,7 @@ As Spark SQL (substring, xxhash64 and pmod in higher-order functions, interprete
 value) they cost 2.5 CPU-ms a WMT news pair; here ~0.1.
 
 A row's signature is the minimum of each permutation `(a*h + c) mod p` over its shingle hashes
-h (31-bit), and its b band keys each fold r of those minima into one 64-bit value. In Spark SQL
+h (31-bit), and its b band keys each fold r of those minima into one 32-bit value. In Spark SQL
 the permutations are higher-order functions, which Spark interprets value by value (no code
 generation): 9 x 7 of them over ~200 shingles cost 7.8 CPU-ms a row. Here a batch's shingles
 are permuted as one matrix, a chunk of rows at a time (bounded memory), and each row's minima
@@ -62,7 +62,7 @@ def _shingles(text: str, n: int, by_chars: bool) -> np.ndarray:
 
 def band_keys(hashes: pd.Series, a: np.ndarray, c: np.ndarray, rows_per_band: int
               ) -> pd.Series:
-    """Each row's band keys (int64) from its shingle hashes (an array of 31-bit ints, never
+    """Each row's band keys (int32) from its shingle hashes (an array of 31-bit ints, never
     empty) under the permutations (a, c): len(a) // rows_per_band bands."""
     out: list[np.ndarray] = []
     arrays = [np.asarray(h, dtype=np.int64) for h in hashes]
@@ -83,8 +83,12 @@ def band_keys(hashes: pd.Series, a: np.ndarray, c: np.ndarray, rows_per_band: in
 
 
 def fold(minima: np.ndarray, rows_per_band: int) -> list[np.ndarray]:
-    """Each row's minima, `rows_per_band` at a time, folded into one int64 key per band (the
-    band's index folded in first, so equal minima in two bands are two keys)."""
+    """Each row's minima, `rows_per_band` at a time, folded into one int32 key per band (the
+    band's index folded in first, so equal minima in two bands are two keys). 32 bits, not
+    64: the keys are stored with every row (a refresh reads them), and two keys that collide
+    only make a candidate pair, which is verified by its Jaccard like any other (about
+    n^2 / 2^33 chance pairs a band: ~120 for a million rows, against the millions of true
+    candidates)."""
     n_rows, n_perm = minima.shape
     bands = n_perm // rows_per_band
     grouped = minima[:, : bands * rows_per_band].reshape(n_rows, bands, rows_per_band)
@@ -92,4 +96,4 @@ def fold(minima: np.ndarray, rows_per_band: int) -> list[np.ndarray]:
     with np.errstate(over="ignore"):  # uint64 arithmetic wraps: that is the hash
         for i in range(rows_per_band):
             keys = (keys * FOLD) ^ grouped[:, :, i].astype(np.uint64)
-    return list(keys.view(np.int64))
+    return list((keys ^ (keys >> np.uint64(32))).astype(np.uint32).view(np.int32))

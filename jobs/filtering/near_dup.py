@@ -114,7 +114,7 @@ def band_keys(hashes: Column, cfg: NearDupConf) -> Column:
     perms = np.array(permutations(b * r), dtype=np.int64)
     a, c = perms[:, 0], perms[:, 1]
 
-    @F.pandas_udf("array<long>")
+    @F.pandas_udf("array<int>")
     def keys(h: pd.Series) -> pd.Series:
         from udfs.minhash import band_keys as numpy_band_keys
 

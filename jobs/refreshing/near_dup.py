@@ -35,12 +35,12 @@ def lake_near_dup(marked: DataFrame, stored: DataFrame, fixed: DataFrame,
     shingle = Shingler(cfg)
     texts = (marked.where(~F.col(committed)).select("row_id", "src", "tgt")
              .unionByName(stored.select("row_id", "src", "tgt")))
-    known = F.col(KEYS) if KEYS in marked.columns else F.lit(None).cast("array<long>")
+    known = F.col(KEYS) if KEYS in marked.columns else F.lit(None).cast("array<int>")
     compared = (marked.where(alive())
                 .select(*ORDER, F.lit(False).alias(FIXED),
                         F.when(F.col(committed), known).alias(KEYS))
                 .unionByName(fixed.select(*ORDER, F.lit(True).alias(FIXED),
-                                          F.lit(None).cast("array<long>").alias(KEYS))))
+                                          F.lit(None).cast("array<int>").alias(KEYS))))
     hashed = (compared.where(F.col(KEYS).isNull()).drop(KEYS)
               .join(texts.hint("merge"), "row_id")
               .select(*ORDER, FIXED, shingle.keys(shingle(F.col("src"), F.col("tgt"))).alias(KEYS)))
