@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -157,7 +158,7 @@ def by_characters(cfg: FilterConfig) -> bool:
 def near_dup(rows: DataFrame, cfg: FilterConfig) -> DataFrame:
     """`rows` with the near-duplicates among the alive ones rejected (module docstring), and
     each alive row's band keys in `near_dup_keys` (stored: a refresh compares new rows with
-    them, jobs/refreshing/dedup.py)."""
+    them, jobs/refreshing/near_dup.py)."""
     announce(cfg)
     shingle = Shingler(cfg)
     hashed = rows.where(alive()).select("row_id", "corpus", "file", "line",
@@ -191,7 +192,8 @@ class Shingler:
         return band_keys(hashes, self.nd)
 
 
-def decisions(keyed: DataFrame, shingles_of, threshold: float) -> DataFrame:
+def decisions(keyed: DataFrame, shingles_of: Callable[[DataFrame], DataFrame],
+              threshold: float) -> DataFrame:
     """(row_id, _survivor, _j) of each near-duplicate among `keyed` (row_id, corpus, file,
     line, `FIXED`, `KEYS`, and `SHINGLES` where the caller has them): its group's survivor and
     its Jaccard to it. `shingles_of(ids)` gives (row_id, `SHINGLES`) of at least the rows
