@@ -2,7 +2,9 @@
 scripts/metastore.sh (loopback only, stopped even on failure), two filter jobs committing at
 once while a second catalog client queries filter_stats in a loop, a writer killed mid-commit
 and rolled forward by the next job, and the one-line errors of a metastore that is not there.
-Real processes: spark-submit, the metastore's JVM, PostgreSQL."""
+Real processes: spark-submit, the metastore's JVM, PostgreSQL. A job that runs alone (a set-up
+run, the one-after-another references, the job after a failure) runs in the test worker's warm
+driver, which opens the shared metastore as a spark-submit does."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from integration_helpers import BIN, JIT_OPTS
+from integration_helpers import BIN, JIT_OPTS, spark_submit
 from standalone_cluster import standalone_cluster
 
 from jobs.lake.session import spark_sql_command
@@ -82,6 +84,16 @@ def filter_job(lake: Path, corpus: str, uri: str, run_id: str = "",
          run_id or f"run-{corpus}", "--set", f"lake.metastore={uri}"],
         cwd=REPO, env=job_env(**env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
+
+
+def warm_filter(lake: Path, corpus: str, uri: str, run_id: str = "",
+                *args: str) -> subprocess.CompletedProcess:
+    """The filter job of `filter_job` in this test worker's warm driver (tests/warm_spark.py),
+    for a job that runs alone: a cold JVM costs ~25 CPU-s more, and the metastore service,
+    not the driver's JVM, is what these tests are about."""
+    return spark_submit("--pair", "zh-en", "--corpus", corpus, *(args or ("--input", *TATOEBA)),
+                        "--lake", str(lake), "--run-id", run_id or f"run-{corpus}", "--set",
+                        f"lake.metastore={uri}")
 
 
 class SqlShell:
@@ -215,39 +227,41 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
         anki = [pair for pair in ("\t".join(line.rstrip("\n").split("\t")[:2]) for line in f)
                 if not taken & set(pair.split("\t"))]
     (crawl / "a.tsv").write_text("\n".join(anki[:500]) + "\n", encoding="utf-8")
-    pool = ["--corpus", "pool", "--input", str(DATA / "select/pool-zh-en.tsv")]
-    done = subprocess.run([SUBMIT, "--master", "local[1]", str(REPO / "jobs/filter.py"),
-                           "--pair", "zh-en", *pool, "--lake", str(lake), "--set",
-                           f"lake.metastore={uri}", "--run-id", "pool"], cwd=REPO, env=job_env(),
-                          capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = warm_filter(lake, "pool", uri, "pool", "--input", str(DATA / "select/pool-zh-en.tsv"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     select = ["--pair", "zh-en", "--corpus", "pool", "--seed",
               str(DATA / "select/seed-medical.zh"), str(DATA / "select/seed-medical.en"),
               "--method", "moore_lewis", "--top", "100", "--lake", str(lake),
               "--set", f"lake.metastore={uri}"]
 
-    def jobs_at(master: str, tag: str, extra: tuple[str, ...] = ()
-                ) -> dict[str, subprocess.Popen]:
+    def refresh_args(tag: str, at: tuple[Path, str]) -> list[str]:
+        return ["--config", str(refresh_config(tmp_path, *at, "crawl:web", crawl)),
+                "--run-id", f"refresh{tag}"]
+
+    def jobs_on(master: str, extra: tuple[str, ...]) -> dict[str, subprocess.Popen]:
         spark = ("--master", master, *extra)
 
-        def submit(script: str, *args: str, **env: str) -> subprocess.Popen:
+        def submit(script: str, *args: str) -> subprocess.Popen:
             return subprocess.Popen([SUBMIT, *spark, str(REPO / f"jobs/{script}.py"), *args],
-                                    cwd=REPO, env=job_env(**env), stdout=subprocess.PIPE,
+                                    cwd=REPO, env=job_env(), stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True)
-        runs = {"a": (), "b": (), "k": ()} if tag == "" else {"a": ()}
-        started = {f"{c}{tag}": filter_job(lake, f"{c}{tag}", uri, spark=spark)
-                   for c in runs if c != "k"}
-        if tag == "":
-            started["k"] = filter_job(lake, "k", uri, spark=spark,
-                                      SLUICE_KILL_AT="published bitext")
-        # One after another, the refresh runs in a lake of its own (it would find the first
-        # refresh's rows); the others read and write corpora and runs of their own.
-        at = (lake, uri) if tag == "" else (tmp_path / "seq-lake", "embedded")
-        started[f"refresh{tag}"] = submit(
-            "refresh", "--config", str(refresh_config(tmp_path, *at, "crawl:web", crawl)),
-            "--run-id", f"refresh{tag}")
-        started[f"sel{tag}"] = submit("select_data", *select, "--run-id", f"sel{tag}")
+        started = {c: filter_job(lake, c, uri, spark=spark) for c in ("a", "b")}
+        started["k"] = filter_job(lake, "k", uri, spark=spark, SLUICE_KILL_AT="published bitext")
+        started["refresh"] = submit("refresh", *refresh_args("", (lake, uri)))
+        started["sel"] = submit("select_data", *select, "--run-id", "sel")
         return started
+
+    def one_after_another() -> dict[str, str]:
+        """The same jobs, one at a time in the warm driver (local[2]); the refresh in a lake of
+        its own (it would find the first refresh's rows), the others on corpora and runs of
+        their own. What each printed."""
+        done = {"a-seq": warm_filter(lake, "a-seq", uri),
+                "refresh-seq": spark_submit(*refresh_args("-seq", (tmp_path / "seq-lake",
+                                                                   "embedded")), job="refresh"),
+                "sel-seq": spark_submit(*select, "--run-id", "sel-seq", job="select_data")}
+        for name, proc in done.items():
+            assert proc.returncode == 0, f"{name}: {proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        return {name: proc.stdout + proc.stderr for name, proc in done.items()}
 
     shell, parquet = SqlShell(lake, uri), ParquetReader(lake / "tables" / "bitext")
     report = subprocess.Popen(  # the report of the pool's run, made while the others commit
@@ -258,7 +272,7 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
     try:
         with standalone_cluster(tmp_path / "cluster", job_env(), cores=3,
                                 memory="3g") as cluster:
-            at_once = jobs_at(cluster.url, "", (
+            at_once = jobs_on(cluster.url, (
                 "--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=1",
                 "--executor-memory", "1g", "--conf", "spark.sql.shuffle.partitions=4",
                 "--conf", f"spark.executor.extraJavaOptions={JIT_OPTS}"))
@@ -290,11 +304,8 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
     assert any(len(seen) < len(shell.answers[-1]) for seen in shell.answers)  # it saw runs land
     # The killed writer's commit was rolled forward by the next job to commit (or to start).
     rolled = "rolled forward the interrupted commit of run run-k"
-    one_after_another = {}
-    for name, proc in jobs_at("local[2]", "-seq").items():
-        one_after_another[name] = proc.communicate(timeout=600)[0]
-        assert proc.returncode == 0, one_after_another[name][-3000:]
-    assert sum(rolled in out for out in [*said.values(), *one_after_another.values()]) == 1
+    in_turn = one_after_another()
+    assert sum(rolled in out for out in [*said.values(), *in_turn.values()]) == 1
     runs = {r["run_id"]: r["status"] for r in table(lake, "runs")}
     assert set(runs.values()) == {"succeeded"} and len(runs) == 1 + 5 + 2, runs
     # The lake as the same jobs leave it one after another.
@@ -407,9 +418,8 @@ def test_postgresql_stopped_mid_run_is_one_line_and_the_next_job_goes_on(metasto
         f"sluice: the lake's metastore {uri} failed during the job ("), out[-3000:]
     assert "Traceback" not in out
     assert ended < 45, ended  # the service retries its database 3 times, 1 s apart
-    nxt = filter_job(lake, "next", uri, run_id="next")
-    out = nxt.communicate(timeout=400)[0]
-    assert nxt.returncode == 0, out[-3000:]
+    nxt = warm_filter(lake, "next", uri, "next")
+    assert nxt.returncode == 0, nxt.stdout[-3000:] + nxt.stderr[-3000:]
     runs = {r["run_id"]: r["status"] for r in table(lake, "runs")}
     assert runs == {"cut": "failed", "next": "succeeded"}
     rows = table(lake, "bitext", ["corpus"])
@@ -438,9 +448,8 @@ def test_the_images_metastore_role_serves_a_lake(metastore, tmp_path: Path) -> N
         assert ready.exists(), role.communicate(timeout=5)[0][-3000:] if role.poll() else ""
         assert "ConnectionPassword" not in subprocess.run(
             ["ps", "-eo", "args"], capture_output=True, text=True).stdout  # in hive-site.xml
-        job = filter_job(tmp_path / "lake", "role", f"thrift://127.0.0.1:{port}")
-        out = job.communicate(timeout=400)[0]
-        assert job.returncode == 0, out[-3000:]
+        job = warm_filter(tmp_path / "lake", "role", f"thrift://127.0.0.1:{port}")
+        assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     finally:
         os.killpg(role.pid, signal.SIGTERM)
         role.wait(timeout=60)
