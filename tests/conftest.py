@@ -52,10 +52,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # as one work unit, on one worker, and it is built once a run (not once per worker that gets
 # one of them). The unit takes the place of its first module in the order above.
 SHARE_A_WORKER = (
-    ("test_cluster.py", "test_determinism.py", "test_gpu_scheduling.py"),  # scored_tatoeba,
-    # standalone
-    ("test_translate_job.py", "test_report_runs.py", "test_translate_edges.py",
-     "test_translate_units.py"),  # tiny_multi_ct2, marian_ct2
+    ("test_translate_job.py", "test_cluster.py", "test_determinism.py",
+     "test_gpu_scheduling.py", "test_report_runs.py", "test_translate_edges.py",
+     "test_translate_units.py"),  # standalone; scored_tatoeba; tiny_multi_ct2, marian_ct2
 )
 
 
@@ -160,8 +159,9 @@ FAKE_GPUS = '#!/usr/bin/env bash\necho \'{"name":"gpu","addresses":["0"]}\'\n'
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory):
     """One standalone cluster for the session's cluster tests (test_cluster.py,
-    test_gpu_scheduling.py: one work unit, so one worker process starts it once): two
-    workers of one core, each offering a fake GPU (`gpu_script` is its discovery script)."""
+    test_gpu_scheduling.py, test_translate_job.py: one work unit, so one worker process starts
+    it once): two workers of one core, each offering a fake GPU (`gpu_script` is its discovery
+    script; an application that asks for no GPU gets none)."""
     from integration_helpers import spark_env
     from standalone_cluster import standalone_cluster
 

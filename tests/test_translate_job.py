@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 from integration_helpers import BT_BAD_LINES as BAD_LINES
-from integration_helpers import BT_FLAGS_STREAM, JIT_OPTS, read_lake, spark_env, submit_to
+from integration_helpers import BT_FLAGS_STREAM, JIT_OPTS, read_lake, submit_to
 from integration_helpers import BT_MAX_IN as MAX_IN
 from integration_helpers import BT_MAX_OUT as MAX_OUT
 from integration_helpers import BT_STREAMS as STREAMS
-from standalone_cluster import standalone_cluster
 
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
@@ -193,9 +192,8 @@ EXECUTORS = ("--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with standalone_cluster(tmp_path_factory.mktemp("cluster"), spark_env()) as running:
-        yield running
+def cluster(standalone):
+    return standalone  # the session's cluster (conftest.py), shared with test_cluster.py
 
 
 def test_translate_on_a_standalone_cluster_with_archives(cluster, tmp_path, lake: dict,
