@@ -44,6 +44,7 @@ from jobs.kit.config import check_name, check_run_id  # noqa: F401 - re-exported
 from jobs.kit.progress import log
 from jobs.lake.beside import Beside
 from jobs.lake.lock import CommitLock, RemoteLock, run_alive, wait_for
+from jobs.lake.rereading import read_through_commits
 from jobs.lake.session import lake_uri
 from udfs.paths import is_local_path, local_path
 
@@ -422,7 +423,8 @@ def gc(lake: Lake) -> list[str]:
     live = set()
     if lake.spark.catalog.tableExists(f"{lake.database}.runs"):
         lake.spark.catalog.refreshTable(f"{lake.database}.runs")
-        rows = lake.spark.table(lake.qualified("runs")).where("status = 'running'").collect()
+        rows = read_through_commits(lake, lambda: lake.spark.table(lake.qualified("runs")).where(
+            "status = 'running'").collect())  # another job may be flipping its run's row
         live = {r.run_id for r in rows}
     # A journal pending (`<run>`, `<run>-running`, ...) still needs its run's staged units.
     commits = lake.in_flight()

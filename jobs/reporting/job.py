@@ -20,7 +20,8 @@ distinct, effective weight, epochs); the realized share of each temperature grou
 the formula's p ∝ n^(1/T); the rows per tag combination and per stage (with the lowest score
 kept), the eval sets, and sample rows (mix_data.py). Every page ends with the run's resolved
 config, hash, inputs and times. Everything is aggregated in Spark; only counts and samples
-reach the driver. The report reads the lake and writes nothing to it.
+reach the driver. The report reads the lake and writes nothing to it; a commit landing
+while it reads makes it read again (jobs/lake/rereading.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from jobs.kit.config import JobConfig, deep_merge, load_lake_config
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log, stage
 from jobs.lake.metastore import metastore_conf
+from jobs.lake.rereading import read_through_commits
 from jobs.lake.runs import job_main, open_lake_at
 from jobs.lake.store import Lake
 from jobs.reporting.data import Run, collect_report, find_run
@@ -117,10 +119,14 @@ def run(args: argparse.Namespace) -> int:
                                conf={**metastore_conf(cfg.lake.metastore), **cfg.spark.conf},
                                existing=True)
     started = time.monotonic()
-    chosen = find_run(spark, lake, args.run_id, args.pair, args.corpus)
-    log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")
-    with stage(spark, "report", f"aggregating run {chosen.run_id}"):  # heartbeat while it runs
-        page = report_page(spark, lake, chosen)
+
+    def aggregated() -> str:
+        chosen = find_run(spark, lake, args.run_id, args.pair, args.corpus)
+        log(f"report of run {chosen.run_id} ({chosen.status}, started {chosen.started_at})")
+        with stage(spark, "report", f"aggregating run {chosen.run_id}"):  # a heartbeat
+            return report_page(spark, lake, chosen)
+
+    page = read_through_commits(lake, aggregated)  # other jobs may commit meanwhile
     write_atomically(args.out, page)
     log(f"wrote {args.out} ({os.path.getsize(args.out):,} bytes) in "
         f"{time.monotonic() - started:.1f} s")
