@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from integration_helpers import BIN, JIT_OPTS, spark_submit
+from integration_helpers import BIN, JIT_OPTS, alongside, spark_submit, submit_script
 from standalone_cluster import standalone_cluster
 
 from jobs.lake.session import spark_sql_command
@@ -263,12 +263,20 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
             assert proc.returncode == 0, f"{name}: {proc.stdout[-3000:]}{proc.stderr[-3000:]}"
         return {name: proc.stdout + proc.stderr for name, proc in done.items()}
 
+    def report_while_they_commit(started: dict[str, subprocess.Popen]
+                                 ) -> subprocess.CompletedProcess:
+        """The pool run's report, made (in the warm driver, its own process) once the first
+        of the jobs at once has committed, while the others still run and commit."""
+        deadline = time.monotonic() + 600
+        while (time.monotonic() < deadline and not any(c in seen for seen in parquet.seen[-1:]
+                                                       for c in ("a", "b", "k"))
+               and any(p.poll() is None for p in started.values())):
+            time.sleep(1)
+        return submit_script(REPO / "jobs/report.py", "--lake", str(lake), "--run-id", "pool",
+                             "--out", str(tmp_path / "report.html"),
+                             conf={"spark.hadoop.hive.metastore.uris": uri})
+
     shell, parquet = SqlShell(lake, uri), ParquetReader(lake / "tables" / "bitext")
-    report = subprocess.Popen(  # the report of the pool's run, made while the others commit
-        [SUBMIT, "--master", "local[1]", "--conf", f"spark.hadoop.hive.metastore.uris={uri}",
-         str(REPO / "jobs/report.py"), "--lake", str(lake), "--run-id", "pool", "--out",
-         str(tmp_path / "report.html")], cwd=REPO, env=job_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
     try:
         with standalone_cluster(tmp_path / "cluster", job_env(), cores=3,
                                 memory="3g") as cluster:
@@ -276,15 +284,16 @@ def test_the_three_uses_at_once_on_a_standalone_cluster(metastore, tmp_path: Pat
                 "--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=1",
                 "--executor-memory", "1g", "--conf", "spark.sql.shuffle.partitions=4",
                 "--conf", f"spark.executor.extraJavaOptions={JIT_OPTS}"))
-            said = {name: p.communicate(timeout=600)[0] for name, p in at_once.items()}
+            report, said = alongside(
+                lambda: report_while_they_commit(at_once),
+                lambda: {name: p.communicate(timeout=600)[0] for name, p in at_once.items()})
             assert len(cluster.status()["completedapps"]) == len(at_once)
         committed = time.monotonic()
-        reported = report.communicate(timeout=600)[0]
         last_answer = shell.answer_typed_after(committed)
     finally:
         shell.close()
         parquet.close()
-    assert report.returncode == 0, reported[-3000:]
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
     assert "run pool" in (tmp_path / "report.html").read_text(encoding="utf-8")
     # A plain Parquet reader listing the table again and again: each corpus's unit whole or
     # not there yet, never part of it, and no read failed on a file a commit moved.
