@@ -14,13 +14,13 @@ from jobs.kit.progress import LOGGER, running_tasks, setup_logging, stage
 
 
 def test_a_long_stage_logs_its_tasks_while_it_runs(spark, caplog) -> None:
-    slow = F.udf(lambda x: time.sleep(0.002) or x, LongType())
+    slow = F.udf(lambda x: time.sleep(0.001) or x, LongType())
     setup_logging()
     LOGGER.propagate = True  # let caplog see the `sluice` logger
     try:
         with (caplog.at_level(logging.INFO, logger="sluice"),
-              stage(spark, "test", "slow zh-en/news", heartbeat_s=0.5)):
-            # 4,000 rows through a shuffle, then 4 tasks of ~2 s: beats while rows are read
+              stage(spark, "test", "slow zh-en/news", heartbeat_s=0.25)):
+            # 4,000 rows through a shuffle, then 4 tasks of ~1 s: beats while rows are read
             spark.range(0, 4000, numPartitions=4).repartition(4).select(slow("id")).collect()
     finally:
         LOGGER.propagate = False
