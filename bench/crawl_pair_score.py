@@ -69,6 +69,7 @@ def features(spark: Any, release: str, langs: list[str], encoder: str, work: Pat
         names = available(df.columns)
         part = df.select(F.lit(lang).alias("lang"), F.col("kind").alias("label"),
                          F.col("reject_rule").isNull().alias("alive"), "reject_rule",
+                         "src", "tgt",  # the pair itself, for probing features not stored
                          *[c.alias(n.removeprefix("f_"))
                            for n, c in feature_columns(names, rule_row(cfg)).items()]
                          ).toPandas()
@@ -92,7 +93,8 @@ def cached_features(work: Path, langs: list[str], encoder: str) -> dict[str, Any
                 columns=lambda c: c.removeprefix("f_"))
         else:
             missing.append(release)
-    if missing:
+    unread = [n for n in SHIPPED_FEATURES if any(n not in df.columns for df in out.values())]
+    if missing or unread:
         from jobs.lake.session import build_session
 
         spark = build_session("crawl-pair-score", str(work / "lake"), master="local[2]",
@@ -101,8 +103,31 @@ def cached_features(work: Path, langs: list[str], encoder: str) -> dict[str, Any
         for release in missing:
             out[release] = features(spark, release, langs, encoder, work)
             out[release].to_parquet(work / cache_name(release, encoder))
+        for release, df in out.items():
+            out[release] = with_text_features(spark, df)
         spark.stop()
     return out
+
+
+def with_text_features(spark: Any, df: Any) -> Any:
+    """`df` with every feature read off the pair's text alone (`needs` src and tgt) that it
+    lacks: a feature added after the cache was made, computed by the filter's own expression
+    on the cached text (the encoder's hour is not spent again)."""
+    from jobs.filtering.config import load_config
+    from jobs.filtering.stages import rule_row
+    from udfs.pair_features import FEATURES, feature_columns
+
+    names = [f.name for f in FEATURES if set(f.needs) <= {"src", "tgt"} and f.name not in df]
+    if not names:
+        return df
+    if "src" not in df.columns:
+        raise SystemExit("the feature cache was made before it kept the pairs' text: delete "
+                         "--work's parquet files and run again")
+    text = spark.createDataFrame(df[["src", "tgt"]].reset_index(names="row"))
+    row = rule_row(load_config(None, [], {"pair": "en-fr"}))  # unread by text features
+    got = text.select("row", *[c.alias(n.removeprefix("f_")) for n, c in
+                               feature_columns(names, row).items()]).toPandas()
+    return df.join(got.set_index("row"))
 
 
 def cache_name(release: str, encoder: str) -> str:
@@ -120,7 +145,7 @@ def all_langs() -> list[str]:
 SHIPPED_FEATURES = ("char_len_ratio", "token_len_ratio", "min_tokens", "src_lang_fit",
                     "tgt_lang_fit", "src_script_share", "tgt_script_share", "punct_share_diff",
                     "bracket_mismatch", "copy_share", "embed_cosine", "number_mismatch",
-                    "sentence_end_diff")
+                    "sentence_end_diff", "capitals_gap")
 
 
 def arrays(df: Any, names: list[str]) -> tuple[Any, Any]:

@@ -46,7 +46,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from udfs.pair_features import number_mismatch, sentence_ends
+    from udfs.pair_features import capitals_gap, number_mismatch, sentence_ends
 
     spark = (SparkSession.builder.master("local[2]").appName("pair-features-cost")
              .config("spark.ui.enabled", "false")
@@ -59,6 +59,7 @@ def main() -> None:
         "plain pass (length of both sides)": F.length(src) + F.length(tgt),
         "number_mismatch": number_mismatch(src, tgt),
         "sentence_end_diff": F.abs(sentence_ends(src) - sentence_ends(tgt)),
+        "capitals_gap": capitals_gap(src, tgt),
     }
     timings = {}
     for name, expr in exprs.items():

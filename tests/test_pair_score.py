@@ -244,6 +244,35 @@ def test_number_and_sentence_features_on_real_pairs(spark) -> None:
     assert [(r.src_ends, r.tgt_ends) for r in got] == [(1, 1), (1, 1), (1, 2), (1, 1), (0, 0)]
 
 
+def test_capitals_gap_on_real_crawl_pairs(spark) -> None:
+    """ParaCrawl release 7 en-fr pairs (tests/data/crawl/labelled/en-fr.tsv): valid ones keep
+    their names (Memosens; Monica); a misaligned one does not (Judge Agius, this Chamber:
+    half of it). A side of a caseless script has no capitals to count, and the gap is the
+    same both ways round."""
+    from pyspark.sql import functions as F
+
+    from udfs.pair_features import capitalised_words, capitals_gap
+
+    rows = {line.split("\t")[0]: line.split("\t") for line in
+            (DATA / "crawl/labelled/en-fr.tsv").read_text(encoding="utf-8").splitlines()}
+    memosens, monica, judge = (next(r for en, r in rows.items() if en.startswith(start))
+                               for start in ("Minimum maintenance", "Everybody's sitting",
+                                             "18 At the time Judge Agius"))
+    assert [memosens[2], monica[2], judge[2]] == ["V", "V", "A"]
+    pairs = [memosens[:2], monica[:2], judge[:2],
+             ["他1998年出生于北京。", "He was born in Beijing."],
+             ["O'Brien visited NASA and McDonald's.", "O'Brien a visité la NASA et McDonald's."]]
+    df = spark.createDataFrame(pairs, "src string, tgt string")
+    got = df.select(capitalised_words(F.col("src")).alias("src_caps"),
+                    capitalised_words(F.col("tgt")).alias("tgt_caps"),
+                    capitals_gap(F.col("src"), F.col("tgt")).alias("gap"),
+                    capitals_gap(F.col("tgt"), F.col("src")).alias("swapped")).collect()
+    # The first word's capital is the sentence's, not a name's: "18" starts the judge's line.
+    assert [(r.src_caps, r.tgt_caps) for r in got] == [(1, 1), (1, 1), (4, 2), (None, 1), (3, 3)]
+    assert [r.gap for r in got] == [0.0, 0.0, 2 / 5, None, 0.0]
+    assert [r.swapped for r in got] == [r.gap for r in got]
+
+
 @pytest.mark.integration  # whole training and filter jobs, in this process
 def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trained,
                                                                      tmp_path: Path) -> None:

@@ -47,6 +47,25 @@ def sentence_ends(text: Column) -> Column:
     return F.length(text) - F.length(F.regexp_replace(text, SENTENCE_END, ""))
 
 
+def capitalised_words(text: Column) -> Column:
+    """Words after the first that start with a capital (names, titles, acronyms); null where
+    fewer than half the letters are of a cased script (Han, Arabic, Devanagari: no capitals
+    to count)."""
+    letters = F.length(F.regexp_replace(text, r"\P{L}", ""))
+    cased = F.length(F.regexp_replace(text, r"[^\p{Lu}\p{Ll}\p{Lt}]", ""))
+    starts = F.size(F.regexp_extract_all(text, F.lit(r"(?U)\b\p{Lu}"), 0))
+    first = F.when(text.rlike(r"(?U)^\W*\p{Lu}"), 1).otherwise(0)
+    return F.when((letters > 0) & (cased * 2 >= letters), starts - first)
+
+
+def capitals_gap(src: Column, tgt: Column) -> Column:
+    """|a - b| / (1 + max(a, b)) of the two sides' capitalised words: a translation keeps a
+    sentence's names; a misaligned or machine-translated pair often does not (issue 39's probe,
+    bench/crawl_mt_probe.py). Null where a side has no capitals to count."""
+    a, b = capitalised_words(src), capitalised_words(tgt)
+    return F.abs(a - b) / (F.greatest(a, b) + 1.0)
+
+
 @dataclass(frozen=True)
 class Feature:
     name: str
@@ -85,6 +104,8 @@ FEATURES: tuple[Feature, ...] = (
     # One side holding a sentence more (a crawl's partial alignments).
     Feature("sentence_end_diff", ("src", "tgt"),
             lambda r: F.abs(sentence_ends(F.col("src")) - sentence_ends(F.col("tgt"))), -1),
+    Feature("capitals_gap", ("src", "tgt"),
+            lambda r: capitals_gap(F.col("src"), F.col("tgt")), -1),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 
