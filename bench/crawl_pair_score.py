@@ -9,14 +9,14 @@ the features the filter's pair_score reads (udfs/pair_features.py) are kept, one
 per release and encoder in --work (computed once; ~12 minutes for both releases on local[2]
 with USE, ~45 with e5-small).
 
-Then leave one language out: for each language L, a model is trained on release 6.2's labels
-of the other 24 languages (jobs/filtering/pair_score_model.py `train_on_labels`: monotone
-weights, its regularisation chosen by leaving one of those 24 out in turn, and its check
-against the best single input) and judged on release 7's pairs of L (other pairs, another
-labelling, a language it did not see). Per language: AUC of valid vs rest, vs misaligned (A),
-vs machine translation (MT), for the model and each input alone, over the pairs the rules
-keep; the default decision's valid kept and misaligned / wrong-language rejected (the rules
-plus the model's threshold), each with a bootstrap 95% interval.
+Then leave one language out: for each language L, a model is trained on release 6.2's labels of
+the other 24 languages (jobs/filtering/pair_score_model.py `train_on_labels`: the monotone
+linear or additive learner, whichever ranks better when each of those 24 is left out in turn,
+and its check against the best single input) and judged on release 7's pairs of L (other pairs,
+another labelling, a language it did not see). Per language: AUC of valid vs rest, vs
+misaligned (A), vs machine translation (MT), for the model and each input alone, over the pairs
+the rules keep; the default decision's valid kept and misaligned / wrong-language rejected (the
+rules plus the model's threshold), each with a bootstrap 95% interval.
 
     python bench/crawl_pair_score.py [--encoder use-multilingual|e5-small] [--work DIR]
         [--langs da,fr,...] [--out result.json] [--ship conf/pair_score/paracrawl-use.json]
@@ -247,8 +247,10 @@ def leave_one_language_out(data: dict[str, Any], langs: list[str]) -> dict[str, 
     results = {}
     for lang in langs:
         model = trained(train_all[train_all.lang != lang], names)
-        results[lang] = {"model": {k: model[k] for k in ("features", "weights", "c")},
+        kept = ("features", "learner", "weights", "c")
+        results[lang] = {"model": {k: model.get(k) for k in kept},
                          "check": model["check"]["not_worse"],
+                         "learners": model["check"].get("learners"),
                          **judge(model, model["threshold"], test_all[test_all.lang == lang],
                                  names, rng)}
         r = results[lang]

@@ -4,14 +4,17 @@ expression.
 The features are Spark Column expressions over the score columns a filter run stores (rule
 scores, word alignment, embeddings), so training (jobs/filtering/pair_score_model.py) and scoring
 see
-the very same numbers. The model is a logistic regression over standardized features:
+the very same numbers. A model is a logistic regression over standardized features,
 `pair_score = 1 / (1 + exp(-(b + sum w_i * (x_i - mean_i) / std_i)))`, a missing feature
-taking its training mean. Applying it is arithmetic on columns: no Python worker, no model
-file on the executors.
+taking its training mean; or additive (`learner: additive`,
+jobs/filtering/pair_score_additive.py), `1 / (1 + exp(-(b + sum f_i(x_i))))` with each f_i a
+monotone step function, a missing feature its own step. Applying either is arithmetic and
+CASEs on columns: no Python worker, no model file on the executors.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,6 +126,10 @@ def feature_columns(names: list[str], row: Row) -> dict[str, Column]:
 def score_expression(model: dict[str, Any], row: Row) -> Column:
     """The model's `pair_score` for each row, as one Column (see the module docstring)."""
     logit: Column = F.lit(float(model["intercept"]))
+    if model.get("learner") == "additive":
+        for name, step in zip(model["features"], model["shapes"], strict=True):
+            logit = logit + _step_expression(BY_NAME[name].expr(row).cast("double"), step)
+        return 1.0 / (1.0 + F.exp(-logit))
     for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
                                        model["stds"], strict=True):
         x = F.coalesce(BY_NAME[name].expr(row).cast("double"), F.lit(float(mean)))
@@ -130,9 +137,26 @@ def score_expression(model: dict[str, Any], row: Row) -> Column:
     return 1.0 / (1.0 + F.exp(-logit))
 
 
+def _step_expression(x: Column, step: dict[str, Any]) -> Column:
+    """One feature's step function (jobs/filtering/pair_score_additive.py `shape`): the value
+    of the first edge at or above x, the last value above them all; missing (null or NaN) its
+    own value."""
+    case = F.when(x.isNull() | F.isnan(x), F.lit(float(step["missing"])))
+    for edge, value in zip(step["edges"], step["values"], strict=False):
+        case = case.when(x <= float(edge), F.lit(float(value)))
+    return case.otherwise(F.lit(float(step["values"][-1])))
+
+
 def score_python(model: dict[str, Any], features: dict[str, float | None]) -> float:
     """The same score from feature values (tests, benchmarks)."""
     logit = float(model["intercept"])
+    if model.get("learner") == "additive":
+        for name, step in zip(model["features"], model["shapes"], strict=True):
+            x = features.get(name)
+            missing = x is None or (isinstance(x, float) and math.isnan(x))
+            logit += step["missing"] if missing else \
+                step["values"][bisect.bisect_left(step["edges"], x)]
+        return 1.0 / (1.0 + math.exp(-logit))
     for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
                                        model["stds"], strict=True):
         x = features.get(name)

@@ -13,10 +13,13 @@ Negatives are made from each part alone (jobs/filtering/pair_score_model.py).
 
 Human labels (`--labelled`, `src<TAB>tgt<TAB>label` lines; label V, valid, 1, good or yes is a
 valid pair, any other a bad one): no made negatives; each file is a group held out in turn to
-choose the regularisation and to check the model (one file: fifths by a hash of the text).
+choose the regularisation, to choose between the linear and the additive learner (each
+feature's own monotone step function, jobs/filtering/pair_score_additive.py) and to check the
+model (one file: fifths by a hash of the text).
 
 Every pair is scored by the filter's own scoring with the config's scorers on every row; the
-model (monotone logistic regression, `fit_monotone`) is fitted on what the rules keep. It is
+model (made negatives: monotone logistic regression, `fit_monotone`) is fitted on what the
+rules keep. It is
 checked against its best single input on pairs it was not fitted on, labelled ones where there
 are any (`--check`, or `--labelled`'s held-out groups): where it ranks valid pairs worse, the
 best input alone becomes the model and the manifest says so. Checked only on made negatives,
@@ -357,8 +360,16 @@ def report(model: dict[str, Any]) -> str:
     lines.append(f"checked on {checked['by']} ({checked['pairs']} pairs): AUC "
                  f"{checked['auc']:.3f}, best input {best} {checked['inputs'][best]:.3f}"
                  + ("" if checked["not_worse"] else f": worse, so the model is {best} alone"))
-    lines.append(f"weights (standardized, C={model['c']}): " + ", ".join(
-        f"{n} {w:+.2f}" for n, w in zip(model["features"], model["weights"], strict=True)))
+    if learners := checked.get("learners"):
+        lines.append("learners on held-out groups (AUC): " + ", ".join(
+            f"{name} {value:.3f}" for name, value in learners.items()))
+    if model.get("learner") == "additive":
+        lines.append("additive steps (how far each feature moves the logit): " + ", ".join(
+            f"{n} {max(s['values']) - min(s['values']):.2f}"
+            for n, s in zip(model["features"], model["shapes"], strict=True)))
+    else:
+        lines.append(f"weights (standardized, C={model['c']}): " + ", ".join(
+            f"{n} {w:+.2f}" for n, w in zip(model["features"], model["weights"], strict=True)))
     return "\n".join(lines)
 
 
