@@ -16,7 +16,8 @@ and its check against the best single input) and judged on release 7's pairs of 
 another labelling, a language it did not see). Per language: AUC of valid vs rest, vs
 misaligned (A), vs machine translation (MT), for the model and each input alone, over the pairs
 the rules keep; the default decision's valid kept and misaligned / wrong-language rejected (the
-rules plus the model's threshold), each with a bootstrap 95% interval.
+rules plus the model's threshold), each with a bootstrap 95% interval. The fits take ~20 minutes
+on 2 cores: each language's model chooses its learner by leaving each of the other 24 out.
 
     python bench/crawl_pair_score.py [--encoder use-multilingual|e5-small] [--work DIR]
         [--langs da,fr,...] [--out result.json] [--ship conf/pair_score/paracrawl-use.json]

@@ -125,14 +125,20 @@ def feature_columns(names: list[str], row: Row) -> dict[str, Column]:
 
 def score_expression(model: dict[str, Any], row: Row) -> Column:
     """The model's `pair_score` for each row, as one Column (see the module docstring)."""
+    return score_of(model, {name: BY_NAME[name].expr(row).cast("double")
+                            for name in model["features"]})
+
+
+def score_of(model: dict[str, Any], features: dict[str, Column]) -> Column:
+    """The model's `pair_score` of its features' double columns, by name."""
     logit: Column = F.lit(float(model["intercept"]))
     if model.get("learner") == "additive":
         for name, step in zip(model["features"], model["shapes"], strict=True):
-            logit = logit + _step_expression(BY_NAME[name].expr(row).cast("double"), step)
+            logit = logit + _step_expression(features[name], step)
         return 1.0 / (1.0 + F.exp(-logit))
     for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
                                        model["stds"], strict=True):
-        x = F.coalesce(BY_NAME[name].expr(row).cast("double"), F.lit(float(mean)))
+        x = F.coalesce(features[name], F.lit(float(mean)))
         logit = logit + float(weight) * (x - float(mean)) / float(std)
     return 1.0 / (1.0 + F.exp(-logit))
 
