@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jobs.filtering.pair_score_additive import additive_logits, boosted, fit_additive
-from jobs.filtering.pair_score_model import scores, train_on_labels
+from jobs.filtering.pair_score_model import against_meaning, scores, train_on_labels
 from udfs.pair_features import BY_NAME, score_python
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -53,8 +53,13 @@ def test_a_step_never_goes_against_its_features_meaning() -> None:
     assert np.all(np.diff(cosine["values"]) >= 0) and cosine["values"][-1] > cosine["values"][0]
     assert np.ptp(ratio["values"]) == pytest.approx(0.0, abs=1e-9)
     x, y = made(3000, 3, -1.0)  # the way it should go: a wider gap, a lower step
-    ratio = fit_additive(NAMES, x, y)["shapes"][1]
+    model = fit_additive(NAMES, x, y)
+    ratio = model["shapes"][1]
     assert np.all(np.diff(ratio["values"]) <= 0) and ratio["values"][0] > ratio["values"][-1]
+    assert against_meaning(model) == []
+    turned = {**ratio, "values": ratio["values"][::-1]}  # a wider gap raising the score
+    assert against_meaning({**model, "shapes": [model["shapes"][0], turned]}) == [
+        "char_len_ratio"]
 
 
 def test_labels_choose_the_learner_that_ranks_unseen_groups_better() -> None:

@@ -224,6 +224,20 @@ def oriented(features: list[str], x: Any) -> Any:
     return np.where(np.isnan(x), means, x) * np.array([BY_NAME[n].better for n in features])
 
 
+def against_meaning(model: dict[str, Any]) -> list[str]:
+    """The features a model weighs against their meaning (`better`): a linear weight of the
+    wrong sign, or an additive step that goes the wrong way. Empty for a monotone model."""
+    import numpy as np
+
+    from udfs.pair_features import BY_NAME
+
+    if model.get("learner") == "additive":
+        return [n for n, step in zip(model["features"], model["shapes"], strict=True)
+                if np.any(np.diff(step["values"]) * BY_NAME[n].better < 0)]
+    return [n for n, w in zip(model["features"], model["weights"], strict=True)
+            if w * BY_NAME[n].better < 0]
+
+
 def choose_c(features: list[str], x: Any, y: Any, groups: Any) -> tuple[float, dict]:
     """The `C_GRID` strength whose models rank valid pairs best on groups they were not fitted
     on (leave one group out: a language, or a fifth of the pairs), by mean AUC."""
