@@ -76,6 +76,16 @@ def test_labels_choose_the_learner_that_ranks_unseen_groups_better() -> None:
     learners = model["check"]["learners"]
     assert model["learner"] == "additive" and learners["additive"] > learners["linear"] + 0.01
     assert model["check"]["auc"] == learners["additive"] and model["check"]["not_worse"]
+    # What train_pair_score.py prints of it: both learners, and how far each feature's steps
+    # move the logit (made with 4 for the cosine's jump, 5 across the gap's range).
+    from jobs.scorer_training.pair_score import report
+
+    said = report({**model, "held_apart": {"clean_pairs": int(y.sum()), "auc": 0.0,
+                                           "kept_clean": 0.95}}).splitlines()
+    assert said[-2] == (f"learners on held-out groups (AUC): linear {learners['linear']:.3f}, "
+                        f"additive {learners['additive']:.3f}")
+    moves = dict(part.rsplit(" ", 1) for part in said[-1].split(": ", 1)[1].split(", "))
+    assert 3.0 < float(moves["embed_cosine"]) < 5.0 and 3.5 < float(moves["char_len_ratio"]) < 6.0
 
 
 def labelled_pairs() -> list[tuple[str, str, int]]:
