@@ -134,7 +134,10 @@ def score_of(model: dict[str, Any], features: dict[str, Column]) -> Column:
     logit: Column = F.lit(float(model["intercept"]))
     if model.get("learner") == "additive":
         for name, step in zip(model["features"], model["shapes"], strict=True):
-            logit = logit + _step_expression(features[name], step)
+            if step["edges"] or step["missing"] != step["values"][0]:
+                logit = logit + _step_expression(features[name], step)
+            elif step["values"][0]:  # one step: a constant, the feature not computed
+                logit = logit + float(step["values"][0])
         return 1.0 / (1.0 + F.exp(-logit))
     for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
                                        model["stds"], strict=True):

@@ -21,9 +21,9 @@ over the additive model (trees of depth 3 against 1: AUC valid vs rest 0.650 aga
 with e5-small) and would need a Python worker to apply.
 
 A model is a directory `<lake>/models/pair_score/<pair>/<name>/` holding `manifest.json`
-(features, weights, means/stds, the threshold that keeps 95% of held-apart clean pairs,
-training facts), saved by the lake's model store (jobs/lake/models.py `PairScoreStore`), so it
-appears whole.
+(features, weights and means/stds or an additive model's steps, the threshold that keeps 95%
+of held-apart clean pairs, training facts), saved by the lake's model store
+(jobs/lake/models.py `PairScoreStore`), so it appears whole.
 """
 
 from __future__ import annotations
@@ -287,14 +287,14 @@ def single_input(name: str, features: list[str], x: Any) -> dict[str, Any]:
     mean = float(np.nanmean(column)) if np.isfinite(column).any() else 0.0
     std = float(np.nanstd(column)) or 1.0
     return {"features": [name], "learner": "linear", "weights": [float(BY_NAME[name].better)],
-            "intercept": 0.0,
-            "means": [mean], "stds": [std], "monotone": True, "c": None}
+            "intercept": 0.0, "means": [mean], "stds": [std], "monotone": True, "c": None}
 
 
 def train_on_labels(features: list[str], x: Any, y: Any, groups: Any) -> dict[str, Any]:
     """A monotone model of human-labelled pairs (y 1 valid, 0 not), `groups` naming each
-    pair's language (or any split the user holds apart). Each learner (`LEARNERS`) scores
-    every group with the model fitted without it (leave one group out; the linear one's
+    pair's language (or any split the user holds apart). Each learner, linear
+    (`fit_monotone`) and additive (`fit_additive`), scores every group with its model fitted
+    without it (leave one group out; the linear one's
     strength chosen so too, `choose_c`); the learner that ranks those held-out pairs best is
     fitted on all of them, and checked on the same held-out scores against its best input
     alone. Where it ranks worse than that input, the input alone is the model, and the
