@@ -30,11 +30,20 @@ MIN_PAIRS_PER_STEP = 100
 
 def fit_additive(features: list[str], x_train: Any, y_train: Any) -> dict[str, Any]:
     """The model of `x_train` (columns in `features` order, NaN missing) and `y_train` (1
-    valid, 0 not) as a manifest: `shapes`, one per feature, and the `intercept` they add to."""
-    intercept, stumps = read_stumps(boosted(features, x_train, y_train))
+    valid, 0 not) as a manifest: `shapes`, one per feature, and the `intercept` they add to.
+    A feature never missing in training takes, when missing, its training pairs' mean step
+    (the linear model's "missing is the mean"): the trees would send it to their larger side,
+    which for `capitals_gap`, null on every caseless side, is its best step."""
+    import numpy as np
+
+    x = np.asarray(x_train, dtype=float)
+    intercept, stumps = read_stumps(boosted(features, x, y_train))
+    shapes = [shape(stumps.get(i, [])) for i in range(len(features))]
+    for column, step in zip(x.T, shapes, strict=True):
+        if not np.isnan(column).any():
+            step["missing"] = float(step_values(step, column).mean())
     return {"features": features, "learner": "additive", "intercept": intercept,
-            "shapes": [shape(stumps.get(i, [])) for i in range(len(features))],
-            "monotone": True, "c": None}
+            "shapes": shapes, "monotone": True, "c": None}
 
 
 def boosted(features: list[str], x_train: Any, y_train: Any) -> Any:
@@ -81,6 +90,17 @@ def shape(stumps: list[tuple]) -> dict[str, Any]:
     return {"edges": edges, "values": values, "missing": missing}
 
 
+def step_values(step: dict[str, Any], column: Any) -> Any:
+    """One feature's step value of each of its values (NaN: missing)."""
+    import numpy as np
+
+    column = np.asarray(column, dtype=float)
+    values = np.asarray(step["values"], dtype=float)
+    # The first edge at or above each value is its step's; NaN sorts last.
+    found = values[np.searchsorted(np.asarray(step["edges"], dtype=float), column)]
+    return np.where(np.isnan(column), float(step["missing"]), found)
+
+
 def additive_logits(model: dict[str, Any], x: Any) -> Any:
     """The model's logit of every row of `x` (columns in the model's feature order)."""
     import numpy as np
@@ -88,8 +108,5 @@ def additive_logits(model: dict[str, Any], x: Any) -> Any:
     x = np.asarray(x, dtype=float)
     logit = np.full(len(x), float(model["intercept"]))
     for column, step in zip(x.T, model["shapes"], strict=True):
-        values = np.asarray(step["values"], dtype=float)
-        # The first edge at or above each value is its step's; NaN (missing) sorts last.
-        found = values[np.searchsorted(np.asarray(step["edges"], dtype=float), column)]
-        logit += np.where(np.isnan(column), float(step["missing"]), found)
+        logit += step_values(step, column)
     return logit
