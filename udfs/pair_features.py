@@ -138,11 +138,11 @@ def score_of(model: dict[str, Any], features: dict[str, Column]) -> Column:
                 logit = logit + _step_expression(features[name], step)
             elif step["values"][0]:  # one step: a constant, the feature not computed
                 logit = logit + float(step["values"][0])
-        return 1.0 / (1.0 + F.exp(-logit))
-    for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
-                                       model["stds"], strict=True):
-        x = F.coalesce(features[name], F.lit(float(mean)))
-        logit = logit + float(weight) * (x - float(mean)) / float(std)
+    else:
+        for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
+                                           model["stds"], strict=True):
+            x = F.coalesce(features[name], F.lit(float(mean)))
+            logit = logit + float(weight) * (x - float(mean)) / float(std)
     return 1.0 / (1.0 + F.exp(-logit))
 
 
@@ -165,10 +165,10 @@ def score_python(model: dict[str, Any], features: dict[str, float | None]) -> fl
             missing = x is None or (isinstance(x, float) and math.isnan(x))
             logit += step["missing"] if missing else \
                 step["values"][bisect.bisect_left(step["edges"], x)]
-        return 1.0 / (1.0 + math.exp(-logit))
-    for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
-                                       model["stds"], strict=True):
-        x = features.get(name)
-        x = mean if x is None or (isinstance(x, float) and math.isnan(x)) else x
-        logit += weight * (x - mean) / std
+    else:
+        for name, weight, mean, std in zip(model["features"], model["weights"], model["means"],
+                                           model["stds"], strict=True):
+            x = features.get(name)
+            x = mean if x is None or (isinstance(x, float) and math.isnan(x)) else x
+            logit += weight * (x - mean) / std
     return 1.0 / (1.0 + math.exp(-logit))
