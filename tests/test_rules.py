@@ -161,6 +161,12 @@ ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
     "issue_23_unclosed_bracket_on_both_sides": (
         "他（非常高兴地离开了会场。", "He (left the venue very happily.", "unbalanced_brackets",
         {"bracket_mismatch": 2}),
+    # A list item's marker (`3)`, `d)`, `iv)`) closes no bracket the line opened: it passes,
+    # and a bracket the item's text leaves open is still counted.
+    "list_item_markers": (f"3）{A[0]}", f"3) {A[1]}", None, {"bracket_mismatch": 0}),
+    "bracket_open_after_a_list_marker": (
+        "iv）他（非常高兴地离开了会场。", "iv) He (left the venue very happily.",
+        "unbalanced_brackets", {"bracket_mismatch": 2}),
     # Opposite imbalances do not cancel: the profiles are compared per kind of bracket.
     "bracket_open_and_closed": (
         A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),
@@ -658,3 +664,22 @@ def test_udfs_import_nothing_from_jobs() -> None:
                 continue
             jobs = [m for m in modules if m == "jobs" or m.startswith("jobs.")]
             assert not jobs, f"udfs/{path.name}:{node.lineno} imports {jobs}"
+
+
+# Valid pairs of ParaCrawl's human-labelled release 7 (CC0) that the bracket rule rejected
+# before list markers were skipped, and two whose brackets stay unmatched.
+@pytest.mark.parametrize("src,tgt,unmatched", [
+    ("2) Permitted Users of Web site", "2) Позволени потребители на интернет страницата", False),
+    ("d) The importance of the job to the company", "d) L-importanza tal-impjieg lill-kumpannija",
+     False),
+    ("(56) 'asset management vehicle' means a legal person",
+     "56) \"vara valitsemise ettevõtja\" - juriidiline isik", False),
+    ("3.) - You can continue to edit started document.",
+     "3.) - Megkezdett dokumentum szerkesztése.", False),
+    ("job, organization, career).", "práca, organizácia, kariéra).", True),
+    ("civil) rights", "civil) rights", True),  # a word, not a marker
+])
+def test_a_list_items_marker_is_no_unmatched_bracket(src: str, tgt: str, unmatched: bool) -> None:
+    from udfs.brackets import bracket_profile
+
+    assert (any(bracket_profile(src)) or any(bracket_profile(tgt))) == unmatched
