@@ -683,3 +683,65 @@ def test_a_list_items_marker_is_no_unmatched_bracket(src: str, tgt: str, unmatch
     from udfs.brackets import bracket_profile
 
     assert (any(bracket_profile(src)) or any(bracket_profile(tgt))) == unmatched
+
+
+# The `mojibake` special pattern (conf/defaults.yaml), on sides as the job normalizes them.
+# Garbled: ParaCrawl human-evaluation lines, verbatim (releases 6.2 and 7 of the public
+# repository paracrawl/human-evaluations, CC-BY-SA-4.0; labels L, T and V). Clean: the letters
+# mojibake borrows, where real orthographies put them, and a no-break space's harmless `Â `.
+MOJIBAKE = [
+    ("hu", "Ez a cookie egy jellegzetes karakterlánc, amely a böngészÅ' egyértelmÅ± "
+           "azonosítását teszi lehetővé.", True),
+    ("hu", "Ott lehet előnézeti összes tartalom és szelektÃ ven jelölje meg azokat a tételt", True),
+    ("lt", "ElektrinÄ— gitara ir bosinÄ— gitara Epiphone DÄ—vÄ—ti G-400 - aprašymas", True),
+    ("hr", "Najvažnije je ne pobrkati taj dogaÄ‘aj s nekakvim mistinim egzodusom.", True),
+    ("es", "Dificultad para respirar, respiraciÃ3n lenta o superficial, suspiros, debilidad", True),
+    ("lv", "For sale is offered industrial land KaudzÄ«šu iela, Rumbula.", True),
+    ("en", "Ä°stanbul Şehir University continues its activities in Altunizade East, West, and "
+           "South Campuses.", True),
+    ("en", "In 2008, the Daily Mail newspaper published an article claiming to identify "
+           "Banksyâ€TMs real name.", True),
+    ("hu", "Ez a cookie egy jellegzetes karakterlánc, amely a böngésző egyértelmű "
+           "azonosítását teszi lehetővé.", False),
+    ("lt", "Elektrinė gitara ir bosinė gitara Epiphone Dėvėti G-400 - aprašymas", False),
+    ("pt", "«A MAÇÃ» É VERMELHA, DISSE A IRMÃ.", False),
+    ("sv", "PÅ SVENSKA: byn Å ligger i Lofoten.", False),
+    ("es", "¿MAÑANA? ESPAÑA, AÑO 2024.", False),
+    ("fi", "»PÄIVÄ» ja JÄÄ ovat sanoja.", False),
+    ("is", "GUÐRÚN fór heim.", False),
+    ("en", "If you forget your password, call your mailbox and press buttonÂ 9 to go to the "
+           "menu.", False),
+]
+
+
+def test_mojibake_is_special_and_the_letters_it_borrows_are_not(spark) -> None:
+    from functools import reduce
+
+    from udfs.rules import special_match
+
+    patterns = config("en-de").rule_settings["special_patterns"]
+    frames = [
+        spark.createDataFrame([(text, garbled) for lang, text, garbled in MOJIBAKE if lang == code],
+                              "text string, garbled boolean")
+        .withColumn("side", side_analyzer(SideOptions(code, MODEL))(F.col("text")).text)
+        for code in sorted({lang for lang, _, _ in MOJIBAKE})
+    ]
+    rows = reduce(lambda a, b: a.unionByName(b), frames).select(
+        "text", "garbled", special_match(F.col("side"), F.col("side"), patterns).alias("hit"),
+    ).collect()
+    assert len(rows) == len(MOJIBAKE)
+    for row in rows:
+        assert row.hit == ("mojibake" if row.garbled else None), row.text
+
+
+def test_no_line_of_the_seed_languages_test_data_is_mojibake(spark) -> None:
+    """Every line of tests/data/langs (the seed systems' languages) and the Tatoeba slices."""
+    from udfs.rules import special_match
+
+    patterns = {"mojibake": config("en-de").rule_settings["special_patterns"]["mojibake"]}
+    paths = [*sorted((DATA / "langs").glob("*.tsv")), *sorted(DATA.glob("tatoeba-*-en.*"))]
+    texts = [(p.name, line) for p in paths for line in lines(p.relative_to(DATA).as_posix())]
+    assert len(texts) > 4000
+    hits = spark.createDataFrame(texts, "file string, text string").where(
+        special_match(F.col("text"), F.col("text"), patterns).isNotNull()).collect()
+    assert hits == []
