@@ -686,23 +686,23 @@ def test_a_list_items_marker_is_no_unmatched_bracket(src: str, tgt: str, unmatch
 
 
 # The `mojibake` special pattern (conf/defaults.yaml), on sides as the job normalizes them.
-# Garbled: ParaCrawl human-evaluation lines, verbatim (releases 6.2 and 7 of the public
+# Garbled: ParaCrawl human-evaluation lines, verbatim or cut short (releases 6.2 and 7 of the public
 # repository paracrawl/human-evaluations, CC-BY-SA-4.0; labels L, T and V). Clean: the letters
 # mojibake borrows, where real orthographies put them, and a no-break space's harmless `Â `.
 MOJIBAKE = [
     ("hu", "Ez a cookie egy jellegzetes karakterlánc, amely a böngészÅ' egyértelmÅ± "
-           "azonosítását teszi lehetővé.", True),
+           "azonosítását teszi lehetÅ'vé a weboldal újbóli megjelenítésekor.", True),
     ("hu", "Ott lehet előnézeti összes tartalom és szelektÃ ven jelölje meg azokat a tételt", True),
     ("lt", "ElektrinÄ— gitara ir bosinÄ— gitara Epiphone DÄ—vÄ—ti G-400 - aprašymas", True),
     ("hr", "Najvažnije je ne pobrkati taj dogaÄ‘aj s nekakvim mistinim egzodusom.", True),
     ("es", "Dificultad para respirar, respiraciÃ3n lenta o superficial, suspiros, debilidad", True),
     ("lv", "For sale is offered industrial land KaudzÄ«šu iela, Rumbula.", True),
     ("en", "Ä°stanbul Şehir University continues its activities in Altunizade East, West, and "
-           "South Campuses.", True),
+           "South Campuses, under the roof of 6 colleges and 3 graduate schools", True),
     ("en", "In 2008, the Daily Mail newspaper published an article claiming to identify "
            "Banksyâ€TMs real name.", True),
     ("hu", "Ez a cookie egy jellegzetes karakterlánc, amely a böngésző egyértelmű "
-           "azonosítását teszi lehetővé.", False),
+           "azonosítását teszi lehetővé a weboldal újbóli megjelenítésekor.", False),
     ("lt", "Elektrinė gitara ir bosinė gitara Epiphone Dėvėti G-400 - aprašymas", False),
     ("pt", "«A MAÇÃ» É VERMELHA, DISSE A IRMÃ.", False),
     ("sv", "PÅ SVENSKA: byn Å ligger i Lofoten.", False),
