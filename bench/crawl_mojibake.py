@@ -13,9 +13,12 @@ collapsed), and counts:
   seed languages, tests/data), the lines that match, with the first few shown: each should be
   real mojibake.
 
-    python bench/crawl_mojibake.py [--out result.json]
+    python bench/crawl_mojibake.py [--out result.json] [--cost]
 
 Seconds: Python's `regex` reads the Java pattern alike (\\p{Ll}, classes, look-ahead), no Spark.
+`--cost` also times the pattern in Spark (local[2], `rlike` over release 7's sides ten times):
+core-µs a side over the other two default patterns, for the shipped form (each branch from its
+lead character, behind a look-ahead for one) and for the same pattern written lowercase first.
 """
 
 from __future__ import annotations
@@ -108,12 +111,51 @@ def clean(found: regex.Pattern) -> dict:
     return out
 
 
+# The shipped pattern as first written: the same matches, tried from every position's letter.
+LOWERCASE_FIRST = ("\\p{Ll}Â(?!\\s)|\\p{Ll}[ÃÄÅÐÑ]|[ÂÃÄÅÐÑ][¡-ª¬-º¼-¿€‚„†‡‰‹›™]|[ÄÅ][‘’“”•–—]|"
+                   "â€")
+
+
+def spark_cost(shipped: str) -> dict[str, float]:
+    """Core-µs a side that `shipped` and LOWERCASE_FIRST add to the other default patterns."""
+    import time
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false") \
+        .getOrCreate()
+    defaults = yaml.safe_load((REPO / "conf" / "defaults.yaml").read_text(encoding="utf-8"))
+    others = [v for k, v in defaults["rules"]["special_patterns"].items() if k != "mojibake"]
+    sides = [text for path in sorted((LABELS / RELEASES[-1]).glob("sorted.en-*"))
+             for row in labelled_pairs(path) for text in row[:2]]
+    df = spark.createDataFrame([(t,) for t in sides * 10], "t string").repartition(2).cache()
+    n = df.count()
+
+    def best_of_five(patterns: list[str]) -> float:
+        times = []
+        for _ in range(5):
+            start = time.time()
+            df.select(F.sum(sum(F.col("t").rlike(p).cast("int") for p in patterns))).collect()
+            times.append(time.time() - start)
+        return min(times)
+
+    base = best_of_five(others)
+    cores = 2  # local[2], both busy
+    return {name: round((best_of_five([*others, p]) - base) / n * cores * 1e6, 2)
+            for name, p in (("shipped", shipped), ("lowercase_first", LOWERCASE_FIRST))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="write the figures as JSON")
+    parser.add_argument("--cost", action="store_true", help="also time the pattern in Spark")
     args = parser.parse_args()
     found = pattern()
     result = {"pattern": found.pattern, "labelled": labelled(found), "clean": clean(found)}
+    if args.cost:
+        result["core_us_a_side"] = spark_cost(found.pattern)
+        print(f"core-µs a side in Spark: {result['core_us_a_side']}")
     for release, figures in result["labelled"].items():
         shares = ", ".join(f"{k} {v['matched']}/{v['pairs']} ({100 * v['share']:.2f}%)"
                            for k, v in figures["by_label"].items())
