@@ -111,8 +111,13 @@ class RefreshDedup:
 
     def decide(self, new: DataFrame) -> DataFrame:
         """`new` (the refresh's rows with their key hashes) and the movable committed rows,
-        deduplicated as one set; committed ones flagged `_stored`."""
-        new = new.withColumn(SOURCE_COLUMN, F.col(SOURCE_COLUMN).cast("string"))
+        deduplicated as one set; committed ones flagged `_stored`.
+
+        `new` is checkpointed first: each pass against the committed survivors reads it twice
+        (the keys it looks up, the rows it marks), and Spark shares no part of the two plans,
+        so each read would run the normalize and language-ID pass before it again (twice with
+        pair dedup only, four times with side dedup on)."""
+        new = new.withColumn(SOURCE_COLUMN, F.col(SOURCE_COLUMN).cast("string")).localCheckpoint()
         old = self.movable().withColumns({
             "reject_stage": F.lit(None).cast("string"), "reject_rule": F.lit(None).cast("string"),
             "dup_of": F.lit(None).cast("long"), STORED: F.lit(True)})
