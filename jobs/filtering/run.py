@@ -83,10 +83,15 @@ class FilterRun:
         corpora = ",".join(sorted({inp.corpus for inp in self.cfg.inputs}))
         return stage(self.spark, "filter", f"{name} {self.cfg.key}/{corpora}")
 
-    def partitions(self) -> int:
-        """Enough partitions to keep every core busy to the end of the main stage."""
+    def partitions(self, input_bytes: int | None = None) -> int:
+        """Enough partitions to keep every core busy to the end of the main stage, but no more
+        than the input's size allows (`spark.min_partition_bytes` each; unknown: no limit)."""
         cores = self.spark.sparkContext.defaultParallelism
-        return max(1, cores * self.cfg.spark.partitions_per_core)
+        most = max(1, cores * self.cfg.spark.partitions_per_core)
+        least_bytes = self.cfg.spark.min_partition_bytes
+        if input_bytes is None or least_bytes == 0:
+            return most
+        return max(1, min(most, -(-input_bytes // least_bytes)))
 
     def through_stages(self, rows: DataFrame) -> DataFrame:
         """The rows through `self.stages` in their declared order (jobs/filtering/steps.py),

@@ -35,6 +35,7 @@ from jobs.filtering.stages import (
     score_and_decide,
 )
 from jobs.kit.errors import ConfigError
+from jobs.kit.ingest import input_bytes
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, for_executors
 from jobs.lake.store import Lake
@@ -57,7 +58,7 @@ class Run(Protocol):
     def staged(self, df: DataFrame, name: str,
                partition_cols: list[str] | None = None) -> DataFrame: ...
     def stage(self, name: str) -> AbstractContextManager[None]: ...
-    def partitions(self) -> int: ...
+    def partitions(self, input_bytes: int | None = None) -> int: ...
     def deduplicate(self, rows: DataFrame) -> DataFrame: ...
     def near_deduplicate(self, rows: DataFrame) -> DataFrame: ...
     def pair_score_cut(self, rows: DataFrame) -> Column | None: ...
@@ -105,7 +106,10 @@ class Ingest(Stage):
         """The input rows, staged as the run's raw table (read back: later steps start there)."""
         lay = run.layout
         with run.stage(f"ingest into {lay.raw}"):
-            spread = rows.repartition(run.partitions(), "row_id")  # a gzip file is one split
+            parts = run.partitions(input_bytes(run.spark, rows))
+            # Later reads of the staged rows split them as finely (run.py sets the default).
+            run.spark.conf.set("spark.sql.files.minPartitionNum", str(parts))
+            spread = rows.repartition(parts, "row_id")  # a gzip file is one split
             parts = [lay.key, "corpus", *run.source_cols]
             run.ingested = lay.inward(run.staged(lay.outward(spread), lay.raw, parts))
         return run.ingested

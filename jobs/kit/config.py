@@ -165,6 +165,7 @@ class SparkConf(Strict):
 
     conf: dict[str, str]
     partitions_per_core: int = Field(3, ge=1)  # rows spread over cores x this after ingest
+    min_partition_bytes: int = Field(1_048_576, ge=0)  # but no fewer input bytes a partition
 
     @model_validator(mode="before")
     @classmethod

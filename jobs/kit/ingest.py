@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from jobs.kit.config import InputConf
 from jobs.kit.errors import InputError  # noqa: F401 - raised here, defined there
 from jobs.kit.progress import log
+from udfs.paths import is_local_path, local_path
 
 RAW_COLUMNS = [
     "row_id",
@@ -94,6 +95,35 @@ def read_input(
     rows = rows.withColumn("pair", F.lit(key)).withColumn("corpus", F.lit(inp.corpus))
     row_id = F.xxhash64("pair", "corpus", "file", "line")
     return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
+
+
+# A compressed text file holds about this many times its size in text (gzip on news text:
+# 3-4x): the measure of an input's size that sets how many partitions it is spread over.
+COMPRESSION_RATIO = 4
+MOST_FILES_SIZED = 512  # more files than this on a remote file system: the size is not asked
+
+
+def input_bytes(spark: SparkSession, rows: DataFrame) -> int | None:
+    """About how many bytes of text the files `rows` reads hold (compressed files counted
+    `COMPRESSION_RATIO` times), or None where that is not known cheaply: a small input is
+    spread over fewer partitions (jobs/filtering/run.py `partitions`)."""
+    files = rows.inputFiles()
+    remote = [f for f in files if not is_local_path(f)]
+    if len(remote) > MOST_FILES_SIZED:
+        return None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    total = 0
+    try:
+        for uri in files:
+            if is_local_path(uri):
+                size = os.path.getsize(unquote(local_path(uri)))
+            else:
+                path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri)
+                size = path.getFileSystem(conf).getFileStatus(path).getLen()
+            total += size * (COMPRESSION_RATIO if uri.endswith(COMPRESSED) else 1)
+    except Exception:  # a file gone or unreadable since: the read itself says so
+        return None
+    return total
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
