@@ -46,7 +46,8 @@ def build_corpus(path: Path, n_pairs: int) -> None:
 
 
 def tree_cpu_seconds(root: int) -> float:
-    """User+system CPU time of a process and all its live descendants, from /proc."""
+    """User+system CPU time of a process and all its live descendants, each with the children
+    it has reaped (a Python worker that exited is in its daemon's count), from /proc."""
     children: dict[int, list[int]] = {}
     cpu: dict[int, float] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -56,7 +57,7 @@ def tree_cpu_seconds(root: int) -> float:
             continue
         pid = int(stat.parent.name)
         children.setdefault(int(fields[1]), []).append(pid)
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / TICKS
+        cpu[pid] = sum(int(f) for f in fields[11:15]) / TICKS  # utime stime cutime cstime
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()

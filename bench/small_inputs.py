@@ -25,31 +25,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.job_progress import tree_cpu_seconds  # noqa: E402
 from jobs.filtering.job import main as filter_main  # noqa: E402
 from jobs.kit.config import CONF_DIR  # noqa: E402
 from jobs.lake.session import build_session  # noqa: E402
 
 DATA = REPO / "tests" / "data"
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """CPU-seconds of `root` and its living descendants, each with the children it reaped."""
-    parent_of, ticks = {}, {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(stat.parent.name)
-        parent_of[pid], ticks[pid] = int(fields[1]), sum(int(f) for f in fields[11:15])
-    total = 0
-    for pid, n in ticks.items():
-        up = pid
-        while up not in (root, 0, 1) and up in parent_of:
-            up = parent_of[up]
-        total += n if up == root else 0
-    return total / TICKS
 
 
 def inputs(work: Path, pairs: int) -> list[str]:
