@@ -1,6 +1,7 @@
 """What a small run costs with its rows in fewer partitions (`spark.min_partition_bytes`).
 
     python bench/small_inputs.py              # 60 and 1,500 Tatoeba pairs, 4 runs each way
+    python bench/small_inputs.py --refresh    # and an hourly refresh of 20-pair files
 
 A filter run spreads its rows over cores x `spark.partitions_per_core` partitions after ingest,
 so that every core stays busy to the end of the main stage; for a small input those tasks cost
@@ -11,12 +12,19 @@ pairs, alternating between the default and `spark.min_partition_bytes=0` (the pa
 before it), after two warm-up runs; CPU-seconds of this process and everything it started
 (the JVM, the Python workers), from /proc. Every run's rows come out the same either way
 (tests/test_determinism.py runs the scored job both ways).
+
+`--refresh` also times the refresh job (jobs/refresh.py's `main`) on a source directory that
+grows by one file of 20 real Anki zh-en pairs a refresh (drawn from 60, so duplicates within
+and across files are common, as in tests/test_refresh_property.py), 5 refreshes after the
+first, each way, into a lake of its own.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -29,6 +37,7 @@ from bench.job_progress import tree_cpu_seconds  # noqa: E402
 from jobs.filtering.job import main as filter_main  # noqa: E402
 from jobs.kit.config import CONF_DIR  # noqa: E402
 from jobs.lake.session import build_session  # noqa: E402
+from jobs.refreshing.job import main as refresh_main  # noqa: E402
 
 DATA = REPO / "tests" / "data"
 
@@ -43,9 +52,38 @@ def inputs(work: Path, pairs: int) -> list[str]:
     return paths
 
 
+def anki_pool() -> list[str]:
+    with gzip.open(DATA / "anki-cmn-zh-en.tsv.gz", "rt", encoding="utf-8") as f:
+        pairs = ["\t".join(line.rstrip("\n").split("\t")[:2]) for line in f]
+    return pairs[1000:1060]
+
+
+def refreshes(work: Path, way: str, steps: int = 5) -> float:
+    """CPU-seconds of `steps` refreshes after a first one, one new 20-pair file each."""
+    rng, pool = random.Random(1), anki_pool()
+    sources, lake = work / f"sources-{way}", work / f"refresh-lake-{way.replace(' ', '-')}"
+    sources.mkdir()
+    config = work / f"refresh-{way.replace(' ', '-')}.yaml"
+    least = "" if way == "by size" else "spark: {min_partition_bytes: 0}\n"
+    database = f"refresh_{way.replace(' ', '_')}"  # a database each: one session's metastore
+    config.write_text(f"extends: {REPO}/conf/zh-en.yaml\n"
+                      f"lake: {{root: {lake}, database: {database}}}\n{least}"
+                      f"sources:\n  - {{corpus: crawl, path: {sources}, format: tsv}}\n",
+                      encoding="utf-8")
+    spent = 0.0
+    for step in range(steps + 1):
+        lines = [rng.choice(pool) for _ in range(20)]
+        (sources / f"f{step:02d}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        before = tree_cpu_seconds(os.getpid())
+        assert refresh_main(["--config", str(config)]) == 0
+        spent += (tree_cpu_seconds(os.getpid()) - before) if step else 0.0
+    return spent
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=4, help="runs of each size, each way")
+    ap.add_argument("--refresh", action="store_true", help="also 5 small refreshes, each way")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="small-inputs-"))
     os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))  # sluice's JVM settings, as `sluice`
@@ -59,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         least = [] if way == "by size" else ["--set", "spark.min_partition_bytes=0"]
         before, start = tree_cpu_seconds(os.getpid()), time.monotonic()
         code = filter_main(["--pair", "zh-en", "--corpus", "tatoeba", "--input",
-                            *inputs(work, pairs), "--lake", str(work / f"lake{n}"), *least])
+                            *inputs(work, pairs), "--lake", str(work / f"lake{n}"),
+                            "--set", f"lake.database=small_{n}", *least])
         assert code == 0, f"run {n} exited {code}"
         return tree_cpu_seconds(os.getpid()) - before, time.monotonic() - start
 
@@ -74,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         every = statistics.median(cost[pairs, "every core"])
         by_size = statistics.median(cost[pairs, "by size"])
         print(f"| {pairs:,} | {every:.2f} | {by_size:.2f} | {by_size / every - 1:+.0%} |")
+    if args.refresh:
+        every, by_size = refreshes(work, "every core"), refreshes(work, "by size")
+        print(f"| 5 refreshes of +20 | {every:.2f} | {by_size:.2f} | {by_size / every - 1:+.0%} |")
     return 0
 
 
