@@ -31,11 +31,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import regex
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from bench.crawl_rule_loss import LABELS, labelled_pairs  # noqa: E402
+from jobs.filtering.config import load_config  # noqa: E402
 from udfs.sides import SideOptions, normalize_batch  # noqa: E402
 
 RELEASES = ("paracrawl-v6-validation", "paracrawl-v6-2-validation", "paracrawl-v7-validation")
@@ -43,9 +43,13 @@ SHARED = REPO.parent / "shared" / "data"
 SHOWN = 5  # matching clean lines printed per corpus
 
 
+def default_patterns() -> dict[str, str]:
+    """`rules.special_patterns` as a job loads them (conf/defaults.yaml)."""
+    return load_config(extra={"pair": "zh-en"}).rules.special_patterns
+
+
 def pattern() -> regex.Pattern:
-    defaults = yaml.safe_load((REPO / "conf" / "defaults.yaml").read_text(encoding="utf-8"))
-    return regex.compile(defaults["rules"]["special_patterns"]["mojibake"])
+    return regex.compile(default_patterns()["mojibake"])
 
 
 def normalized(texts: list[str], lang: str) -> list[str]:
@@ -125,8 +129,7 @@ def spark_cost(shipped: str) -> dict[str, float]:
 
     spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false") \
         .getOrCreate()
-    defaults = yaml.safe_load((REPO / "conf" / "defaults.yaml").read_text(encoding="utf-8"))
-    others = [v for k, v in defaults["rules"]["special_patterns"].items() if k != "mojibake"]
+    others = [v for k, v in default_patterns().items() if k != "mojibake"]
     sides = [text for path in sorted((LABELS / RELEASES[-1]).glob("sorted.en-*"))
              for row in labelled_pairs(path) for text in row[:2]]
     df = spark.createDataFrame([(t,) for t in sides * 10], "t string").repartition(2).cache()
