@@ -97,16 +97,18 @@ def read_input(
     return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
 
 
-# A compressed text file holds about this many times its size in text (gzip on news text:
-# 3-4x): the measure of an input's size that sets how many partitions it is spread over.
+# A compressed file holds about this many times its size in text (gzip on news text 3-4x;
+# Parquet's compressed columns about the same): the measure of an input's size that sets
+# how many partitions it is spread over, so it errs towards more (`PACKED`: the files so
+# counted).
 COMPRESSION_RATIO = 4
 MOST_FILES_SIZED = 512  # more files than this on a remote file system: the size is not asked
 
 
 def input_bytes(spark: SparkSession, rows: DataFrame) -> int | None:
-    """About how many bytes of text the files `rows` reads hold (compressed files counted
-    `COMPRESSION_RATIO` times), or None where that is not known cheaply: a small input is
-    spread over fewer partitions (jobs/filtering/run.py `partitions`)."""
+    """About how many bytes of text the files `rows` reads hold (compressed text and Parquet
+    files counted `COMPRESSION_RATIO` times), or None where that is not known cheaply: a
+    small input is spread over fewer partitions (jobs/filtering/run.py `partitions`)."""
     files = rows.inputFiles()
     remote = [f for f in files if not is_local_path(f)]
     if len(remote) > MOST_FILES_SIZED:
@@ -120,7 +122,7 @@ def input_bytes(spark: SparkSession, rows: DataFrame) -> int | None:
             else:
                 path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri)
                 size = path.getFileSystem(conf).getFileStatus(path).getLen()
-            total += size * (COMPRESSION_RATIO if uri.endswith(COMPRESSED) else 1)
+            total += size * (COMPRESSION_RATIO if uri.endswith(PACKED) else 1)
     except Exception:  # a file gone or unreadable since: the read itself says so
         return None
     return total
@@ -137,6 +139,8 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
 GZIP_MAGIC = b"\x1f\x8b\x08"  # ID1 ID2 and CM = deflate (RFC 1952)
 # Names Hadoop decompresses by (CompressionCodecFactory); other names are read as they are.
 COMPRESSED = (".gz", ".bz2", ".deflate", ".zst", ".lz4", ".snappy")
+# Files whose size understates their text (input_bytes): compressed text, Parquet, ORC.
+PACKED = (*COMPRESSED, ".parquet", ".orc")
 # Byte order marks, UTF-32 first: its LE mark starts with UTF-16 LE's.
 BOMS = (
     (b"\xff\xfe\x00\x00", "UTF-32LE", "UTF-32"),
