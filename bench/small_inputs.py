@@ -2,6 +2,7 @@
 
     python bench/small_inputs.py              # 60 and 1,500 Tatoeba pairs, 4 runs each way
     python bench/small_inputs.py --refresh    # and an hourly refresh of 20-pair files
+    python bench/small_inputs.py --refresh --jobs   # and the Spark jobs of the last refresh
 
 A filter run spreads its rows over cores x `spark.partitions_per_core` partitions after ingest,
 so that every core stays busy to the end of the main stage; for a small input those tasks cost
@@ -16,7 +17,9 @@ before it), after two warm-up runs; CPU-seconds of this process and everything i
 `--refresh` also times the refresh job (jobs/refresh.py's `main`) on a source directory that
 grows by one file of 20 real Anki zh-en pairs a refresh (drawn from 60, so duplicates within
 and across files are common, as in tests/test_refresh_property.py), 5 refreshes after the
-first, each way, into a lake of its own.
+first, each way, into a lake of its own. `--jobs` prints the Spark jobs of the last refresh
+by size (from Spark's status store: the sluice stage, the call site, tasks, milliseconds), the
+list docs/testing.md's figures on a refresh's jobs came from.
 """
 
 from __future__ import annotations
@@ -58,8 +61,10 @@ def anki_pool() -> list[str]:
     return pairs[1000:1060]
 
 
-def refreshes(work: Path, way: str, steps: int = 5) -> float:
-    """CPU-seconds of `steps` refreshes after a first one, one new 20-pair file each."""
+def refreshes(spark, work: Path, way: str, steps: int = 5
+              ) -> tuple[float, list[tuple[int, str, str, int, int]]]:
+    """CPU-seconds of `steps` refreshes after a first one, one new 20-pair file each, and the
+    Spark jobs of the last (`spark_jobs`)."""
     rng, pool = random.Random(1), anki_pool()
     sources, lake = work / f"sources-{way}", work / f"refresh-lake-{way.replace(' ', '-')}"
     sources.mkdir()
@@ -70,25 +75,49 @@ def refreshes(work: Path, way: str, steps: int = 5) -> float:
                       f"lake: {{root: {lake}, database: {database}}}\n{least}"
                       f"sources:\n  - {{corpus: crawl, path: {sources}, format: tsv}}\n",
                       encoding="utf-8")
-    spent = 0.0
+    spent, last = 0.0, []
     for step in range(steps + 1):
         lines = [rng.choice(pool) for _ in range(20)]
         (sources / f"f{step:02d}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        before = tree_cpu_seconds(os.getpid())
+        before, seen = tree_cpu_seconds(os.getpid()), {j[0] for j in spark_jobs(spark)}
         assert refresh_main(["--config", str(config)]) == 0
         spent += (tree_cpu_seconds(os.getpid()) - before) if step else 0.0
-    return spent
+        last = [j for j in spark_jobs(spark) if j[0] not in seen]
+    return spent, last
+
+
+def spark_jobs(spark) -> list[tuple[int, str, str, int, int]]:
+    """(job id, sluice stage, call site, tasks, ms) of every job the status store keeps."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    out = []
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        stage = str(job.description().get()) if job.description().isDefined() else ""
+        took = (job.completionTime().get().getTime() - job.submissionTime().get().getTime()
+                if job.completionTime().isDefined() else -1)
+        out.append((job.jobId(), stage.removeprefix("sluice refresh: "), job.name(),
+                    job.numTasks(), took))
+    return sorted(out)
+
+
+def print_jobs(jobs: list[tuple[int, str, str, int, int]]) -> None:
+    print(f"\nthe last refresh: {len(jobs)} Spark jobs, {sum(j[3] for j in jobs)} tasks, "
+          f"{sum(j[4] for j in jobs) / 1000:.1f} s in jobs\n\n| job | stage | call site | tasks "
+          "| ms |\n|---|---|---|---|---|")
+    for job_id, stage, site, tasks, took in jobs:
+        print(f"| {job_id} | {stage} | {site.split(' at ')[-1]} | {tasks} | {took} |")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=4, help="runs of each size, each way")
     ap.add_argument("--refresh", action="store_true", help="also 5 small refreshes, each way")
+    ap.add_argument("--jobs", action="store_true", help="with --refresh: the last one's jobs")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="small-inputs-"))
     os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))  # sluice's JVM settings, as `sluice`
-    build_session("small-inputs", str(work / "lakes"), master="local[2]",
-                  conf={"spark.ui.enabled": "false"})
+    spark = build_session("small-inputs", str(work / "lakes"), master="local[2]",
+                          conf={"spark.ui.enabled": "false"})
     runs = iter(range(10**6))
     cost: dict[tuple[int, str], list[float]] = {}
 
@@ -114,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         by_size = statistics.median(cost[pairs, "by size"])
         print(f"| {pairs:,} | {every:.2f} | {by_size:.2f} | {by_size / every - 1:+.0%} |")
     if args.refresh:
-        every, by_size = refreshes(work, "every core"), refreshes(work, "by size")
+        (every, _), (by_size, jobs) = (refreshes(spark, work, "every core"),
+                                       refreshes(spark, work, "by size"))
         print(f"| 5 refreshes of +20 | {every:.2f} | {by_size:.2f} | {by_size / every - 1:+.0%} |")
+        if args.jobs:
+            print_jobs(jobs)
     return 0
 
 
