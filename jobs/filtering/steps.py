@@ -106,10 +106,10 @@ class Ingest(Stage):
         """The input rows, staged as the run's raw table (read back: later steps start there)."""
         lay = run.layout
         with run.stage(f"ingest into {lay.raw}"):
-            parts = run.partitions(input_bytes(run.spark, rows))
+            spread_over = run.partitions(input_bytes(run.spark, rows))
             # Later reads of the staged rows split them as finely (run.py sets the default).
-            run.spark.conf.set("spark.sql.files.minPartitionNum", str(parts))
-            spread = rows.repartition(parts, "row_id")  # a gzip file is one split
+            run.spark.conf.set("spark.sql.files.minPartitionNum", str(spread_over))
+            spread = rows.repartition(spread_over, "row_id")  # a gzip file is one split
             parts = [lay.key, "corpus", *run.source_cols]
             run.ingested = lay.inward(run.staged(lay.outward(spread), lay.raw, parts))
         return run.ingested
