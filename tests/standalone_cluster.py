@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
+from integration_helpers import JIT_OPTS
 
 SPARK_HOME = Path(pyspark.__file__).parent
 SBIN = SPARK_HOME / "sbin"
@@ -149,8 +150,9 @@ def standalone_cluster(root: Path, env: dict[str, str], workers: int = 2, cores:
         SPARK_PID_DIR=str(root / "pids"),
         SPARK_IDENT_STRING="sluice-test",
         # One try per port; and no REST submission server, whose fixed port (6066) a second
-        # cluster (the other test worker's) would fail to bind.
-        SPARK_DAEMON_JAVA_OPTS=f"{env.get('SPARK_DAEMON_JAVA_OPTS', '')} "
+        # cluster (the other test worker's) would fail to bind. The master and workers
+        # compile with C1 only, as every JVM of the tests (conftest.py).
+        SPARK_DAEMON_JAVA_OPTS=f"{env.get('SPARK_DAEMON_JAVA_OPTS', '')} {JIT_OPTS} "
         "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false",
     )
     for attempt in range(1, START_ATTEMPTS + 1):

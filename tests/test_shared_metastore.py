@@ -50,8 +50,9 @@ def metastore(tmp_path_factory: pytest.TempPathFactory):
     # by it, and pytest's own temporary directories are private to us.
     work = Path(tempfile.mkdtemp(prefix="sluice-metastore-"))
     work.chmod(0o755)
+    # The service's JVM compiles with C1 only, as every JVM of the tests (conftest.py).
     env = {**os.environ, "SLUICE_PG_PORT": str(free_port()),
-           "SLUICE_METASTORE_PORT": str(free_port())}
+           "SLUICE_METASTORE_PORT": str(free_port()), "JAVA_TOOL_OPTIONS": JIT_OPTS}
     script = [str(REPO / "scripts/metastore.sh")]
     try:
         started = subprocess.run([*script, "start", str(work / "ms")], cwd=REPO, env=env,
