@@ -101,11 +101,9 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 	$(PY) -m training.export --force --out $@ \
 	  --checkpoint runs/tiny-multi-zh-en/checkpoints/ckpt_00000300.pt
 
-# Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time).
-# The whole suite's jobs leave a core idle a fifth of the time on two workers (waiting on a
-# JVM, a poll, another process): a third fills it. The fast tier's tests do not wait, so two.
-TEST_WORKERS ?= 3
-FAST_TEST_WORKERS ?= 2
+# Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time):
+# most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
+TEST_WORKERS ?= 2
 # A shared Hive metastore's PostgreSQL and JDBC driver (scripts/metastore.sh; docs/cluster.md "On a cluster").
 setup-metastore:
 	scripts/install_metastore_deps.sh
@@ -120,7 +118,7 @@ test: setup
 
 # The fast tier, for the edit-test loop: no whole job, spark-submit, cluster or service.
 test-fast: setup
-	$(PY) -m pytest -q -n $(FAST_TEST_WORKERS) --dist loadfile -m "not integration" --durations=10 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not integration" --durations=10 tests
 
 lint: setup
 	$(VENV)/bin/ruff check .
