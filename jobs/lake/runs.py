@@ -239,7 +239,11 @@ def run_and_commit(spark: SparkSession, lake: Lake, cfg: JobConfig, job: str, ru
         try:
             own = {"run_id": run_id}
             flips = sorted(execute(), key=lambda flip: flip.partition == own)  # stable: data first
-            lake.commit(run_id, [*flips, record.flip("succeeded")])
+            lake.ready()
+            # The `succeeded` record is stamped under the commit lock: a run that waited for
+            # another's commit finishes after it, so `finished_at` orders the commits.
+            with lake.exclusive(run_id):
+                lake.commit(run_id, [*flips, record.flip("succeeded")])
         except BaseException as err:
             if (unregistered := lake.failure()) is not None:
                 raise unregistered from None  # the lake did not open or take the run: its error
