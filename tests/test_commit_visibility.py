@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -304,3 +305,33 @@ def test_on_hdfs_a_unit_reads_empty_for_a_moment_but_never_mixed(spark, lake_roo
     only_here = [k for k, (_, s) in enumerate(steps) if s not in local]
     assert len(only_here) == 5, steps  # per unit (registering made its directory): 1 + 4
     kill_each(spark, root, steps, only_here, "h2", "h2", gap=True)
+
+
+def test_a_run_that_waits_for_the_commit_lock_finishes_after_it(spark, lake_root) -> None:
+    """`finished_at` orders the commits: a run whose commit waits for another job's records a
+    finish after that job lets go of the lock, so the latest finished run is the one whose
+    rows readers see (the `succeeded` record is stamped under the lock)."""
+    from test_lake_locks import COMMITTING, start
+
+    lake, root = new_lake(spark, lake_root, "vis_order")
+    make_tables(lake)
+    holder: list = []
+
+    def stage_then_lose_the_lock() -> list[Flip]:
+        flips = stage(lake, "w1")
+        holder.append(start(COMMITTING, str(root), "other", "3"))  # holds it for 3 s
+        holder.append(datetime.now(UTC).replace(tzinfo=None))
+        return flips
+
+    cfg = JobConfig(lake=LakeConf(root=lake.root, database=lake.database),
+                    spark=SparkConf(conf={}))
+    try:
+        run_and_commit(spark, lake, cfg, "probe", "w1", [], stage_then_lose_the_lock,
+                       "SELECT 1")
+    finally:
+        if holder:
+            holder[0].wait(timeout=60)
+    (run,) = ds.dataset(root / "tables" / "runs", partitioning="hive").to_table(
+        filter=ds.field("run_id") == "w1").to_pylist()
+    assert run["status"] == "succeeded"
+    assert run["finished_at"] >= holder[1] + timedelta(seconds=3), (run, holder[1])
