@@ -366,16 +366,17 @@ class Lake:
             self.spark.catalog.refreshTable(f"{self.database}.{flip.table}")
 
     def _register(self, flip: Flip) -> None:
-        """Add the unit's partitions to the catalog at their fixed locations (once)."""
-        name = self.qualified(flip.table)
+        """Add the unit's partitions to the catalog at their fixed locations (once), in one
+        statement: one metastore call for the unit, not one per inner partition (~0.2 s
+        each on the embedded metastore, a round trip each on a shared one)."""
         base = f"{self.table_dir(flip.table)}/{self.partition_path(flip.partition)}"
+        parts = []
         for inner in flip.inner or [{}]:
             spec = partition_spec({**flip.partition, **inner})
             location = f"{base}/{self.partition_path(inner)}" if inner else base
-            self.spark.sql(
-                f"ALTER TABLE {name} ADD IF NOT EXISTS PARTITION ({spec}) "
-                f"LOCATION {sql_string(location)}"
-            )
+            parts.append(f"PARTITION ({spec}) LOCATION {sql_string(location)}")
+        self.spark.sql(f"ALTER TABLE {self.qualified(flip.table)} ADD IF NOT EXISTS "
+                       + " ".join(parts))
 
     def _publish(self, staged: str, target: str) -> None:
         """Put `staged` at `target`; whatever was at `target` ends up at `staged`."""
