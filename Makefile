@@ -104,6 +104,10 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 # Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time):
 # most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
 TEST_WORKERS ?= 2
+# Where PYTHONDONTWRITEBYTECODE is set (as on this project's CI machines), pytest rewrites every
+# test module's asserts again in each worker of each run (~3 s a worker) and every job's Python
+# compiles the project's modules again; the tests write __pycache__/ (ignored by git).
+CACHE_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 # A shared Hive metastore's PostgreSQL and JDBC driver (scripts/metastore.sh; docs/cluster.md "On a cluster").
 setup-metastore:
 	scripts/install_metastore_deps.sh
@@ -114,11 +118,11 @@ test: setup
 	  echo "warning: no PostgreSQL (above): tests/test_shared_metastore.py fails"
 	scripts/install_airflow.sh .venv-airflow || \
 	  echo "warning: no Airflow (above): tests/test_schedule_examples.py's DAG test fails"
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
+	$(CACHE_BYTECODE) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 # The fast tier, for the edit-test loop: no whole job, spark-submit, cluster or service.
 test-fast: setup
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not integration" --durations=10 tests
+	$(CACHE_BYTECODE) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not integration" --durations=10 tests
 
 lint: setup
 	$(VENV)/bin/ruff check .
