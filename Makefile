@@ -104,9 +104,9 @@ $(TINY): conf/train/tiny-multi-zh-en.yaml | $(STAMP)
 # Test modules run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time):
 # most of the suite waits on spark-submit JVMs starting, so two workers keep two cores busy.
 TEST_WORKERS ?= 2
-# Where PYTHONDONTWRITEBYTECODE is set (as on this project's CI machines), pytest rewrites every
-# test module's asserts again in each worker of each run (~3 s a worker) and every job's Python
-# compiles the project's modules again; the tests write __pycache__/ (ignored by git).
+# Where PYTHONDONTWRITEBYTECODE is set (as on the development machine), pytest rewrites every
+# test module's asserts again in each worker of each run (~3 s a worker, docs/testing.md); the
+# tests write __pycache__/ (ignored by git).
 CACHE_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 # A shared Hive metastore's PostgreSQL and JDBC driver (scripts/metastore.sh; docs/cluster.md "On a cluster").
 setup-metastore:
