@@ -13,13 +13,17 @@ does (trained on release 6.2 of the other 24, judged on release 7 of the one lef
 - how well the cues alone rank valid pairs above MT ones;
 - whether they help the pair_score: its features before capitals_gap, with it (as shipped),
   and with the cues too, the same learner for each (logistic regression), valid vs rest, vs
-  misaligned (A) and vs MT, over the pairs the rules keep.
+  misaligned (A) and vs MT, over the pairs the rules keep;
+- the same for the English side's fluency (`english_fluency`: minus its cross-entropy under a
+  5-gram KenLM that sluice's `train_lm` builds from human English news, `--english-text`,
+  newstest 2008-2023's English by default), alone and added to the shipped features. An
+  MT'd page is often English turned into the other language, and sometimes the other way.
 
 It reads the features bench/crawl_pair_score.py keeps in --work (computed there once: ~6
 minutes with USE on 2 cores, ~75 with e5-small); then it takes a minute.
 
     python bench/crawl_mt_probe.py [--encoder use-multilingual|e5-small] [--work DIR]
-        [--out result.json]
+        [--english-text FILE] [--out result.json]
 """
 
 from __future__ import annotations
@@ -83,6 +87,22 @@ def with_cues(df: Any) -> Any:
     return out
 
 
+def with_english_fluency(df: Any, text: Path, work: Path) -> Any:
+    """`df` plus `english_fluency`: minus the English side's bits per token under a 5-gram LM
+    trained on `text` (kept in `work`, trained again when `text` changes)."""
+    from udfs.ngram import cross_entropy, lm_tokens, load_lm, train_lm
+
+    stat = text.stat()
+    model = work / f"english-{stat.st_size}-{stat.st_mtime_ns}.5.klm"
+    if not model.exists():
+        with text.open(encoding="utf-8") as lines:
+            train_lm((lm_tokens(line, "en") for line in lines), 5, str(model))
+    lm = load_lm(str(model))
+    out = df.copy()
+    out["english_fluency"] = [-cross_entropy(lm, lm_tokens(s, "en")) for s in df.src]
+    return out
+
+
 def fitted(train: Any, names: list[str], bad: tuple[str, ...] | None) -> Any:
     """Logistic regression of valid (1) against `bad` labels (None: every other label) on
     standardized features, missing values at the training mean."""
@@ -127,6 +147,9 @@ def probe(train: Any, test: Any, langs: list[str]) -> dict[str, Any]:
         "shipped_and_cues": (shipped + cues, None),
         "shipped_cues_and_length": (shipped + list(CUES), None),
     }
+    if "english_fluency" in train:
+        variants |= {"english_fluency_vs_MT": (["english_fluency"], ("MT",)),
+                     "shipped_and_english_fluency": (shipped + ["english_fluency"], None)}
     results: dict[str, Any] = {}
     for lang in langs:
         rows, held = train[(train.lang != lang) & train.alive], test[(test.lang == lang)
@@ -161,10 +184,17 @@ def main() -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--encoder", default="use-multilingual")
     p.add_argument("--work", type=Path, default=Path("/tmp/sluice-crawl-pair-score"))
+    p.add_argument("--english-text", type=Path,
+                   default=REPO.parent / "shared/data/mono/newstest_all.en.txt",
+                   help="human English, one sentence a line, for english_fluency's LM; "
+                        "'' leaves that feature out")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
     features = cached_features(args.work, all_langs(), args.encoder)
     data = {release: with_cues(df) for release, df in features.items()}
+    if str(args.english_text) not in ("", "."):
+        data = {release: with_english_fluency(df, args.english_text, args.work)
+                for release, df in data.items()}
     results = probe(data[TRAIN_RELEASE], data[TEST_RELEASE], all_langs())
     print(table(results))
     if args.out:
