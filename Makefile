@@ -7,6 +7,7 @@ LID    := models/lid.176.ftz
 USE    := models/use-multilingual-v3
 E5     := models/e5-small-q4.bin
 KENLM  := $(VENV)/bin/lmplz
+EN_LM  := models/lm/en-open.binlm
 export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
@@ -21,7 +22,7 @@ export SPARK_CONF_DIR := $(abspath conf)
 
 .PHONY: test-fast setup-metastore setup demo demo-bt demo-select demo-refresh demo-pair-score test lint bench clean
 
-setup: $(STAMP) $(LID) $(USE) $(E5) $(KENLM)
+setup: $(STAMP) $(LID) $(USE) $(E5) $(KENLM) $(EN_LM)
 
 $(STAMP): pyproject.toml
 	scripts/install_icu.sh
@@ -44,6 +45,11 @@ $(E5): | $(STAMP)
 $(KENLM): | $(STAMP)
 	PIP=$(VENV)/bin/pip scripts/build_kenlm.sh $(VENV)/bin || \
 	  echo "warning: lmplz not built (above); n-gram LMs are trained with VariKN instead"
+
+# The English LM the shipped pair_score models read (pair_score.english_lm), from the openly
+# licensed English committed in conf/lm/ (conf/lm/README.md); ~10 s.
+$(EN_LM): conf/lm/en-open.txt.gz | $(KENLM)
+	$(PY) jobs/train_lm.py --lang en --order 5 --out $@ conf/lm/en-open.txt.gz
 
 # Each demo writes a lake of its own (./lake, lake-bt, lake-select, lake-refresh,
 # lake-pair-score), so one demo's rows never look like another's duplicates.

@@ -14,10 +14,12 @@ does (trained on release 6.2 of the other 24, judged on release 7 of the one lef
 - whether they help the pair_score: its features before capitals_gap, with it (as shipped),
   and with the cues too, the same learner for each (logistic regression), valid vs rest, vs
   misaligned (A) and vs MT, over the pairs the rules keep;
-- the same for the English side's fluency (`english_fluency`: minus its cross-entropy under a
-  5-gram KenLM that sluice's `train_lm` builds from human English news, `--english-text`,
-  newstest 2008-2023's English by default), alone and added to the shipped features. An
-  MT'd page is often English turned into the other language, and sometimes the other way.
+- the same for the English side's fluency (`english_fluency`, shipped since this probe
+  found it: the English side's log10 per token under the LM `make setup` trains from
+  conf/lm/en-open.txt.gz): the shipped features without it, and with it under an LM of
+  other English (`--english-text FILE`, plain or .gz: e.g. newstest 2008-2023's English,
+  ../shared/data/mono/newstest_all.en.txt) in its place. An MT'd page is often English
+  turned into the other language, and sometimes the other way.
 
 It reads the features bench/crawl_pair_score.py keeps in --work (computed there once: ~6
 minutes with USE on 2 cores, ~75 with e5-small); then it takes a minute.
@@ -87,19 +89,24 @@ def with_cues(df: Any) -> Any:
     return out
 
 
-def with_english_fluency(df: Any, text: Path, work: Path) -> Any:
-    """`df` plus `english_fluency`: minus the English side's bits per token under a 5-gram LM
-    trained on `text` (kept in `work`, trained again when `text` changes)."""
-    from udfs.ngram import cross_entropy, lm_tokens, load_lm, train_lm
+def with_text_fluency(df: Any, text: Path, work: Path) -> Any:
+    """`df` plus `text_fluency`: the English side's log10 per token (as the filter's
+    `english_lm`) under a 5-gram LM trained on `text` (kept in `work`, trained again when
+    `text` changes)."""
+    import gzip
+
+    from udfs.ngram import lm_tokens, load_lm, train_lm
+    from udfs.side_lm import logprob_per_token
 
     stat = text.stat()
     model = work / f"english-{stat.st_size}-{stat.st_mtime_ns}.5.klm"
     if not model.exists():
-        with text.open(encoding="utf-8") as lines:
+        opener = gzip.open if text.suffix == ".gz" else open
+        with opener(text, "rt", encoding="utf-8") as lines:
             train_lm((lm_tokens(line, "en") for line in lines), 5, str(model))
     lm = load_lm(str(model))
     out = df.copy()
-    out["english_fluency"] = [-cross_entropy(lm, lm_tokens(s, "en")) for s in df.src]
+    out["text_fluency"] = [logprob_per_token(lm, s, "en") for s in df.src]
     return out
 
 
@@ -136,20 +143,23 @@ def probe(train: Any, test: Any, langs: list[str]) -> dict[str, Any]:
     """Per held-out language: AUCs of the cues alone (trained valid vs MT), the shipped
     features, and both together (trained valid vs rest), over the pairs the rules keep."""
     shipped = list(SHIPPED_FEATURES)
-    before = [n for n in shipped if n != "capitals_gap"]
+    without_fluency = [n for n in shipped if n != "english_fluency"]
+    before = [n for n in without_fluency if n != "capitals_gap"]
     cues = [c for c in CUES if c != "log_src_chars"]
     variants = {
         "cues_vs_MT": (cues, ("MT",)),
         "cues_and_length_vs_MT": (list(CUES), ("MT",)),
         "capitals_gap_vs_MT": (["capitals_gap"], ("MT",)),
         "before_capitals_gap": (before, None),
+        "without_english_fluency": (without_fluency, None),
+        "english_fluency_vs_MT": (["english_fluency"], ("MT",)),
         "shipped": (shipped, None),
         "shipped_and_cues": (shipped + cues, None),
         "shipped_cues_and_length": (shipped + list(CUES), None),
     }
-    if "english_fluency" in train:
-        variants |= {"english_fluency_vs_MT": (["english_fluency"], ("MT",)),
-                     "shipped_and_english_fluency": (shipped + ["english_fluency"], None)}
+    if "text_fluency" in train:  # --english-text: fluency under that text's LM instead
+        variants |= {"text_fluency_vs_MT": (["text_fluency"], ("MT",)),
+                     "shipped_with_text_fluency": (without_fluency + ["text_fluency"], None)}
     results: dict[str, Any] = {}
     for lang in langs:
         rows, held = train[(train.lang != lang) & train.alive], test[(test.lang == lang)
@@ -185,15 +195,14 @@ def main() -> None:
     p.add_argument("--encoder", default="use-multilingual")
     p.add_argument("--work", type=Path, default=Path("/tmp/sluice-crawl-pair-score"))
     p.add_argument("--english-text", type=Path,
-                   default=REPO.parent / "shared/data/mono/newstest_all.en.txt",
-                   help="human English, one sentence a line, for english_fluency's LM; "
-                        "'' leaves that feature out")
+                   help="other English, one sentence a line (.gz too), for an LM in place "
+                        "of the shipped one")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
     features = cached_features(args.work, all_langs(), args.encoder)
     data = {release: with_cues(df) for release, df in features.items()}
-    if str(args.english_text) not in ("", "."):
-        data = {release: with_english_fluency(df, args.english_text, args.work)
+    if args.english_text:
+        data = {release: with_text_fluency(df, args.english_text, args.work)
                 for release, df in data.items()}
     results = probe(data[TRAIN_RELEASE], data[TEST_RELEASE], all_langs())
     print(table(results))

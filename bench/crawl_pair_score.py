@@ -111,23 +111,32 @@ def cached_features(work: Path, langs: list[str], encoder: str) -> dict[str, Any
 
 
 def with_text_features(spark: Any, df: Any) -> Any:
-    """`df` with every feature read off the pair's text alone (`needs` src and tgt) that it
-    lacks: a feature added after the cache was made, computed by the filter's own expression
-    on the cached text (the encoder's hour is not spent again)."""
+    """`df` with every feature read off the pair's text alone (`needs` src and tgt, or the
+    English side's LM score) that it lacks: a feature added after the cache was made,
+    computed by the filter's own code on the cached text (the encoder's hour is not spent
+    again)."""
+    from pyspark.sql import functions as F
+
     from jobs.filtering.config import load_config
     from jobs.filtering.stages import rule_row
+    from jobs.lake.models import for_executors
     from udfs.pair_features import FEATURES, feature_columns
+    from udfs.side_lm import ENGLISH_LM, add_english_lm
 
-    names = [f.name for f in FEATURES if set(f.needs) <= {"src", "tgt"} and f.name not in df]
+    names = [f.name for f in FEATURES if set(f.needs) <= {"src", "tgt", ENGLISH_LM}
+             and f.name not in df]
     if not names:
         return df
     if "src" not in df.columns:
         raise SystemExit("the feature cache was made before it kept the pairs' text: delete "
                          "--work's parquet files and run again")
+    cfg = load_config(None, [], {"pair": "en-fr"})  # every labelled pair is English first
     text = spark.createDataFrame(df[["src", "tgt"]].reset_index(names="row"))
-    row = rule_row(load_config(None, [], {"pair": "en-fr"}))  # unread by text features
+    if any(ENGLISH_LM in f.needs for f in FEATURES if f.name in names):
+        lm = for_executors(spark, str(cfg.pair_score.english_lm), "pair_score.english_lm")
+        text = add_english_lm(text, cfg.sides, lm, F.lit(True))
     got = text.select("row", *[c.alias(n.removeprefix("f_")) for n, c in
-                               feature_columns(names, row).items()]).toPandas()
+                               feature_columns(names, rule_row(cfg)).items()]).toPandas()
     return df.join(got.set_index("row"))
 
 
@@ -146,7 +155,7 @@ def all_langs() -> list[str]:
 SHIPPED_FEATURES = ("char_len_ratio", "token_len_ratio", "min_tokens", "src_lang_fit",
                     "tgt_lang_fit", "src_script_share", "tgt_script_share", "punct_share_diff",
                     "bracket_mismatch", "copy_share", "embed_cosine", "number_mismatch",
-                    "sentence_end_diff", "capitals_gap")
+                    "sentence_end_diff", "capitals_gap", "english_fluency")
 
 
 def arrays(df: Any, names: list[str]) -> tuple[Any, Any]:
@@ -220,6 +229,8 @@ def ship(train: Any, out: Path, encoder: str) -> None:
     """The model sluice ships for `encoder`, trained on every language."""
     from datetime import UTC, datetime
 
+    from jobs.filtering.config import load_config
+
     model = trained(train, list(SHIPPED_FEATURES))
     manifest = {
         **model, "name": out.stem, "pair": "any",
@@ -230,6 +241,10 @@ def ship(train: Any, out: Path, encoder: str) -> None:
         "trained_by": f"python bench/crawl_pair_score.py --encoder {encoder} --ship {out}",
         "train_pairs": int(train.alive.sum()), "negatives": [], "labels": "human",
         "align": False, "aligner": None, "embedding": True, "encoder": encoder,
+        "english_lm": load_config(None, [], {}).pair_score.english_lm,
+        "english_lm_source": "conf/lm/en-open.txt.gz (conf/lm/README.md): the English of "
+                             "FLORES-200 devtest and NTREX-128 (CC-BY-SA 4.0), TICO-19 (CC0) "
+                             "and the OpenNMT toy en-de (MIT)",
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -166,6 +166,17 @@ def test_the_filter_scores_and_rejects_with_it(spark, trained, tmp_path: Path) -
     reached = [r for r in rows if r["reject_stage"] in (None, "pair_score")]
     assert reached and all(r["pair_score"] is not None for r in reached)
     assert all(r["pair_score"] is None for r in rows if r not in reached)
+    # English fluency (pair_score.english_lm, the LM make setup trains): the English target's
+    # score on every row the model scored, as the LM scores that text alone.
+    from udfs.ngram import load_lm
+    from udfs.side_lm import logprob_per_token
+
+    assert "english_fluency" in model["features"]
+    assert model["english_lm"] == "models/lm/en-open.binlm"
+    assert all(r["english_lm"] is not None for r in reached)
+    en = load_lm(str(REPO / model["english_lm"]))
+    for r in reached[:20]:
+        assert r["english_lm"] == pytest.approx(logprob_per_token(en, r["tgt"], "en"))
     whole_rejected = sum(r["reject_rule"] == "pair_score" for r in first_half.values())
     cut_rejected = sum(r["reject_rule"] is not None for r in second_half.values())
     assert whole_rejected <= 0.15 * len(first_half)  # measured
@@ -222,6 +233,18 @@ def test_errors_are_one_line(spark, trained, tmp_path: Path,
                         "--input", str(tsv), "--set", "pair_score.enabled=true",
                         "--set", "pair_score.model=nope"]) == 2
     assert "pair_score.model nope: no such model" in capsys.readouterr().err
+    # The model weighs English fluency under the LM it was trained with: another LM, or
+    # none, is refused before any row is read; the same LM's name not found, on one line.
+    for lm, says in (("null", "this run's pair_score.english_lm is None"),
+                     ("other.binlm", "weighs English fluency under the LM "
+                                     "models/lm/en-open.binlm"),
+                     ("nowhere/en-open.binlm", "pair_score.english_lm: nowhere/en-open.binlm "
+                                               "not found")):
+        assert filter_main(["--config", config, "--lake", str(lake), "--corpus", "a",
+                            "--input", str(tsv), "--set", "pair_score.enabled=true",
+                            "--set", f"pair_score.english_lm={lm}"]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_number_and_sentence_features_on_real_pairs(spark) -> None:

@@ -160,3 +160,10 @@ def test_the_shipped_model_needs_the_scorers_it_was_trained_with() -> None:
     with pytest.raises(ConfigError, match="trained with the use-multilingual encoder"):
         check_scorers(model, load_config(None, ["embedding.enabled=true",
                                                 "embedding.encoder=labse"], {"pair": "en-da"}))
+    # It weighs the English side's fluency under the LM make setup trains (conf/lm/)
+    assert "english_fluency" in model["features"]
+    assert model["english_lm"] == load_config(None, [], {}).pair_score.english_lm
+    assert "FLORES-200" in model["english_lm_source"]
+    with pytest.raises(ConfigError, match="weighs English fluency under the LM"):
+        check_scorers(model, load_config(None, ["embedding.enabled=true",
+                                                "pair_score.english_lm=null"], {"pair": "en-fr"}))

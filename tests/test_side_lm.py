@@ -14,12 +14,14 @@ from pyspark.sql import functions as F
 from jobs.filtering.job import main as filter_main
 from jobs.train_lm import main as train_lm_main
 from udfs.ngram import load_lm
-from udfs.side_lm import logprob_per_token
+from udfs.side_lm import ENGLISH_LM, add_english_lm, english_side, logprob_per_token
 
 DATA = Path(__file__).resolve().parent / "data"
 ZH = (DATA / "tatoeba-zh-en.zh").read_text(encoding="utf-8").splitlines()
 EN = (DATA / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()
 DB = "side_lm"
+REPO = DATA.parent.parent
+SHIPPED_EN_LM = REPO / "models/lm/en-open.binlm"  # make setup trains it (conf/lm/README.md)
 
 
 def shuffled(line: str, seed: int) -> str:
@@ -99,3 +101,41 @@ def test_the_filter_scores_both_sides_and_cuts_the_word_salad(spark, lake_root: 
     caught = len(cut & salad_lines)
     assert caught >= 0.7 * len(salad_lines), (caught, len(salad_lines), len(cut))
     assert caught / len(cut) >= 3 * len(salad_lines) / scored
+
+
+def test_the_english_side_is_whichever_side_is_english() -> None:
+    assert english_side([("src", "en"), ("tgt", "fr")]) == "src"
+    assert english_side([("src", "zh"), ("tgt", "en")]) == "tgt"
+    assert english_side([("src", "ru"), ("tgt", "zh")]) is None
+    assert english_side([("src", "en")]) == "src"  # monolingual English
+
+
+def test_the_shipped_english_lm_prefers_edited_english_to_crawl_boilerplate() -> None:
+    """The LM make setup trains from conf/lm/en-open.txt.gz, on English it never saw: the
+    Tatoeba sentences read as English; the same words shuffled, and a crawl's menu lines,
+    read less so."""
+    en = load_lm(str(SHIPPED_EN_LM))
+    held = [line for line in EN[:300] if len(line.split()) >= 5]
+    fluent = [logprob_per_token(en, line, "en") for line in held]
+    salad = [logprob_per_token(en, shuffled(line, i), "en") for i, line in enumerate(held)]
+    assert sum(f > s for f, s in zip(fluent, salad, strict=True)) / len(held) >= 0.85
+    menu = logprob_per_token(en, "Home | About us | Products | Contact | Login | Cart (0)", "en")
+    assert menu < sorted(fluent)[len(fluent) // 10]
+
+
+def test_english_lm_scores_the_english_side_of_either_direction(spark) -> None:
+    """en-xx scores src, xx-en tgt, each as the LM scores that text alone; a pair with no
+    English side gets nulls, and a row not alive is never scored."""
+    path = str(SHIPPED_EN_LM)
+    rows = [(ZH[i], EN[i], i != 2) for i in range(4)]
+    zh_en = spark.createDataFrame(rows, "src string, tgt string, alive boolean")
+    en_zh = zh_en.select(F.col("tgt").alias("src"), F.col("src").alias("tgt"), "alive")
+    en = load_lm(path)
+    want = [logprob_per_token(en, e, "en") if ok else None for _, e, ok in rows]
+    for df, sides in ((zh_en, [("src", "zh"), ("tgt", "en")]),
+                      (en_zh, [("src", "en"), ("tgt", "zh")])):
+        got = {(r.src, r.tgt): r[ENGLISH_LM] for r in
+               add_english_lm(df, sides, path, F.col("alive")).collect()}
+        assert [got[r.src, r.tgt] for r in df.collect()] == pytest.approx(want), sides
+    ru_zh = add_english_lm(zh_en, [("src", "ru"), ("tgt", "zh")], path, F.col("alive"))
+    assert {r[ENGLISH_LM] for r in ru_zh.collect()} == {None}

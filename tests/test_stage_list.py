@@ -19,9 +19,9 @@ NAMES = [stage.name for stage in STAGES]
 
 def test_the_funnel_order() -> None:
     assert NAMES == ["ingest", "normalize", "rules", "dedup", "near_dup", "lm", "align", "embed",
-                     "pair_score", "cut"]
+                     "english_lm", "pair_score", "cut"]
     assert [s.name for s in STAGES if s.scorer] == ["lm", "align", "embed", "pair_score"]
-    assert stages_from("embed") == ("embed", "pair_score", "cut")
+    assert stages_from("embed") == ("embed", "english_lm", "pair_score", "cut")
 
 
 def test_the_funnel_lists_each_stages_rules_in_stage_order() -> None:
@@ -91,20 +91,22 @@ def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer(
     assert seen == [
         "score ingest", "score normalize", "score rules", "score dedup",
         "show normalize+rules+dedup", "stage before_align", "score align",
-        # embed is off: not called, and nothing is staged for it
-        "show align", "stage before_pair_score", "score pair_score",
+        # embed is off: not called, and nothing is staged for it; English fluency is one
+        # pass, staged with the align scores before pair_score reads them twice
+        "score english_lm", "show align+english_lm", "stage before_pair_score",
+        "score pair_score",
     ]
 
 
 def test_with_no_scorer_on_nothing_is_staged_between_stages() -> None:
     _, seen = walk(FilterRun, {"near_dup": False, "lm": False, "align": False, "embed": False,
-                               "pair_score": False, "cut": False})
+                               "english_lm": False, "pair_score": False, "cut": False})
     assert not [s for s in seen if s.startswith("stage")]
 
 
 def test_near_dup_reads_its_input_staged_after_exact_dedup() -> None:
     rows, seen = walk(FilterRun, {"lm": False, "align": False, "embed": False,
-                                  "pair_score": False, "cut": False})
+                                  "english_lm": False, "pair_score": False, "cut": False})
     assert rows == ["ingest", "normalize", "rules", "dedup", "near_dup"]
     assert seen[3:6] == ["score dedup", "show normalize+rules+dedup", "stage before_near_dup"]
     assert seen[6] == "score near_dup"
@@ -116,8 +118,8 @@ def test_a_redecide_decides_every_stage_and_stages_once_before_the_scorers() -> 
     assert rows == [name for name in NAMES if name not in ("near_dup", "lm")]
     assert [s for s in seen if not s.startswith("show")] == [
         "decide ingest", "decide normalize", "decide rules", "decide dedup",
-        "stage before_align", "decide align", "decide embed", "decide pair_score",
-        "decide cut",
+        "stage before_align", "decide align", "decide embed", "decide english_lm",
+        "decide pair_score", "decide cut",
     ]
 
 
@@ -127,3 +129,12 @@ def test_each_scorer_is_turned_on_by_its_own_section(stage: Any) -> None:
     models = ["lm.models={zh: zh.binlm, en: en.binlm}"] if stage.section == "lm" else []
     on = load_config(None, ["pair=zh-en", f"{stage.section}.enabled=true", *models])
     assert not stage.on(off) and stage.on(on)
+
+
+def test_english_fluency_is_scored_only_for_a_pair_score_that_can_read_it() -> None:
+    (english,) = [s for s in STAGES if s.name == "english_lm"]
+    assert not english.scorer and not english.rules(load_config(None, ["pair=zh-en"]))
+    assert not english.on(load_config(None, ["pair=zh-en"]))
+    assert english.on(load_config(None, ["pair=zh-en", "pair_score.enabled=true"]))
+    assert not english.on(load_config(None, ["pair=zh-en", "pair_score.enabled=true",
+                                             "pair_score.english_lm=null"]))

@@ -109,6 +109,10 @@ FEATURES: tuple[Feature, ...] = (
             lambda r: F.abs(sentence_ends(F.col("src")) - sentence_ends(F.col("tgt"))), -1),
     Feature("capitals_gap", ("src", "tgt"),
             lambda r: capitals_gap(F.col("src"), F.col("tgt")), -1),
+    # The English side's log10 per token under an English LM (udfs/side_lm.py): misaligned
+    # and machine-translated crawl English reads less like edited text (issue 39's probe,
+    # bench/crawl_mt_probe.py). Null on a pair with no English side.
+    Feature("english_fluency", ("english_lm",), lambda r: F.col("english_lm"), +1),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StructField, StructType
 
 from udfs.ngram import LOG2_10, cross_entropy, lm_tokens, load_lm
@@ -34,15 +35,23 @@ def logprob_per_token(model: object, text: str | None, lang: str) -> float | Non
 def add_lm_scores(df: DataFrame, models: dict[str, tuple[str, str]], alive: Column) -> DataFrame:
     """`df` plus `lm_src`/`lm_tgt`: `models` maps a side (src, tgt) to its (language, model path
     as the executors see it); a side without a model gets null scores."""
-    columns = list(SIDE_COLUMNS.values())
+    return add_side_scores(df, {column: (side, *models[side]) if side in models else None
+                                for side, column in SIDE_COLUMNS.items()}, alive)
+
+
+def add_side_scores(df: DataFrame, columns: dict[str, tuple[str, str, str] | None],
+                    alive: Column) -> DataFrame:
+    """`df` plus a double column per entry of `columns`: its name maps to (side, language,
+    model path as the executors see it), the side's score under that model; None: null."""
 
     def score_batches(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        loaded = {side: (lang, load_lm(on_this_worker(path)))
-                  for side, (lang, path) in models.items()}
+        loaded = {column: (side, lang, load_lm(on_this_worker(path)))
+                  for column, (side, lang, path) in
+                  ((c, spec) for c, spec in columns.items() if spec is not None)}
         for batch in batches:
-            for side, column in SIDE_COLUMNS.items():
-                if side in loaded:
-                    lang, model = loaded[side]
+            for column in columns:
+                if column in loaded:
+                    side, lang, model = loaded[column]
                     scores = [logprob_per_token(model, t, lang) for t in batch[side]]
                 else:
                     scores = [None] * len(batch)
@@ -53,4 +62,25 @@ def add_lm_scores(df: DataFrame, models: dict[str, tuple[str, str]], alive: Colu
         fields = [StructField(c, DoubleType(), True) for c in columns]
         return live.mapInPandas(score_batches, StructType([*live.schema.fields, *fields]))
 
-    return score_where(df, alive, columns, score)
+    return score_where(df, alive, list(columns), score)
+
+
+# The English side's score under an English LM: the pair_score's `english_fluency` feature
+# (udfs/pair_features.py), which reads the same column whichever side is English.
+ENGLISH_LM = "english_lm"
+
+
+def english_side(sides: list[tuple[str, str]]) -> str | None:
+    """The column (src, tgt) of the first English side of `sides` ((column, language) pairs),
+    None when no side is English."""
+    return next((side for side, lang in sides if lang == "en"), None)
+
+
+def add_english_lm(df: DataFrame, sides: list[tuple[str, str]], path: str,
+                   alive: Column) -> DataFrame:
+    """`df` plus `english_lm`: the English side's score under the English LM at `path` (as the
+    executors see it); null on every row when no side is English."""
+    side = english_side(sides)
+    if side is None:
+        return df.withColumn(ENGLISH_LM, F.lit(None).cast("double"))
+    return add_side_scores(df, {ENGLISH_LM: (side, "en", path)}, alive)

@@ -253,6 +253,7 @@ class PairScoreConf(Strict):
     decides_alone: bool  # align/embedding score but do not reject: the model weighs them
     fit_to_run: bool  # move the model's threshold to each corpus's scores (pair_score_stage)
     fit_min_rows: int = Field(ge=1)  # a corpus with fewer scored rows keeps the model's
+    english_lm: str | None  # KenLM model of English: the english_fluency feature's
 
     _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
 
@@ -412,7 +413,8 @@ class FilterConfig(JobConfig):
         }
 
 BEFORE_THEY_EXISTED: dict = {
-    "pair_score": {"decides_alone": False, "fit_to_run": False, "fit_min_rows": 200},
+    "pair_score": {"decides_alone": False, "fit_to_run": False, "fit_min_rows": 200,
+                   "english_lm": None},
     "embedding": {"auto": []},  # its encoder was named: nothing to choose from
 }
 

@@ -29,6 +29,7 @@ of held-apart clean pairs, training facts), saved by the lake's model store
 from __future__ import annotations
 
 import json
+import os
 import random
 from typing import Any
 
@@ -37,6 +38,8 @@ from jobs.kit.config import CONF_DIR
 from jobs.kit.errors import ConfigError
 from jobs.lake.models import PairScoreStore
 from udfs.scripts import unspaced
+
+ENGLISH_FLUENCY = "english_fluency"  # the feature read off an English LM (udfs/side_lm.py)
 
 # How clean pairs are turned into bad ones (target side unless said otherwise). The first six
 # are a pair's own damage; the last four are near misses, as bicleaner-ai makes them: a crawl's
@@ -392,6 +395,14 @@ def check_scorers(model: dict[str, Any], cfg: Any) -> None:
                           f"{cfg.embedding.encoder}: train one with it "
                           "(python jobs/train_pair_score.py), or embed as the model did "
                           f"(--set embedding.encoder={model.get('encoder')})")
+    if ENGLISH_FLUENCY in model["features"]:
+        trained_with, configured = model.get("english_lm"), cfg.pair_score.english_lm
+        if not configured or os.path.basename(configured) != os.path.basename(trained_with or ""):
+            raise ConfigError(f"pair_score model {model['name']} ({where}) weighs English "
+                              f"fluency under the LM {trained_with}, this run's "
+                              f"pair_score.english_lm is {configured}: set "
+                              f"pair_score.english_lm={trained_with} (make setup builds the "
+                              "shipped one), or train a model with yours")
     if model.get("align") and not cfg.align.enabled:
         raise ConfigError(f"pair_score model {model['name']} ({where}) reads word-alignment "
                           "scores: set align.enabled=true (and its aligner)")

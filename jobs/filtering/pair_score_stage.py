@@ -28,7 +28,9 @@ from jobs.filtering.scorer_rules import BY_RULE
 from jobs.filtering.stages import alive, reject_where, rule_row
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
+from jobs.lake.models import for_executors
 from udfs.pair_features import available, score_expression
+from udfs.side_lm import add_english_lm, english_side
 
 THRESHOLD_COLUMN = "pair_score_threshold"
 FIT_QUANTILE = FIT_QUANTILES[0]
@@ -89,12 +91,26 @@ def corpus_thresholds(scored: DataFrame, cfg: FilterConfig,
     return out
 
 
-def pair_score_stage(df: DataFrame, cfg: FilterConfig, lake: Any) -> tuple[DataFrame, dict]:
+def pair_score_model(cfg: FilterConfig, lake: Any) -> dict[str, Any]:
+    """The run's pair_score model (its manifest), checked against what the run scores."""
+    model = load(lake, cfg.pair, cfg.pair_score.model, cfg.embedding.encoder)
+    check_scorers(model, cfg)
+    return model
+
+
+def with_english_lm(df: DataFrame, cfg: FilterConfig, spark: Any) -> DataFrame:
+    """`df` plus `english_lm` on the alive rows, under `pair_score.english_lm`."""
+    path = for_executors(spark, str(cfg.pair_score.english_lm), "pair_score.english_lm")
+    log(f"English fluency: {english_side(cfg.sides) or 'no English side'} under "
+        f"{cfg.pair_score.english_lm}")
+    return add_english_lm(df, cfg.sides, path, alive())
+
+
+def pair_score_stage(df: DataFrame, cfg: FilterConfig,
+                     model: dict[str, Any]) -> tuple[DataFrame, dict]:
     """`df` with `pair_score` and `pair_score_threshold` (null on rows already rejected) and
     its rejections; the model's manifest. A model whose features this run does not store is a
     config error. `df` is read twice when the threshold is fitted: stage it first."""
-    model = load(lake, cfg.pair, cfg.pair_score.model, cfg.embedding.encoder)
-    check_scorers(model, cfg)
     missing = sorted(set(model["features"]) - set(available(df.columns)))
     if missing:
         raise ConfigError(

@@ -114,7 +114,8 @@ class FilterRun:
                 since = []
             if self.from_stored:
                 rows = step.decide(self, rows)
-                if not step.materialised_input:  # after the staging point: cheap passes
+                # up to the staging point; after it, cheap passes over stored scores
+                if not step.materialised_input and not self.staging_points:
                     since.append(step.name)
             else:
                 rows = step.score(self, rows)

@@ -21,7 +21,12 @@ from jobs.filtering.config import FilterConfig
 from jobs.filtering.cuts import apply_cuts, cut_rules
 from jobs.filtering.layout import Layout
 from jobs.filtering.near_dup import near_dup
-from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, pair_score_stage
+from jobs.filtering.pair_score_stage import (
+    THRESHOLD_COLUMN,
+    pair_score_model,
+    pair_score_stage,
+    with_english_lm,
+)
 from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
 from jobs.filtering.scorer_rules import scorer_rules
 from jobs.filtering.stages import (
@@ -267,13 +272,26 @@ class Embed(ScorerStage):
         return embed_stage(rows, cfg, model)
 
 
+class EnglishFluency(Stage):
+    """The English side's score under `pair_score.english_lm` (udfs/side_lm.py), a feature of
+    the shipped pair_score models; one pass, staged with the scorers before pair_score."""
+
+    name, shows = "english_lm", "English fluency"
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.pair_score.enabled and cfg.pair_score.english_lm is not None
+
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
+        return with_english_lm(rows, run.cfg, run.spark)
+
+
 class PairScore(ScorerStage):
     name, shows = "pair_score", "pair_score"
     section = "pair_score"
 
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
         log(f"pair_score (model {run.cfg.pair_score.model})")
-        return pair_score_stage(rows, run.cfg, run.lake)[0]
+        return pair_score_stage(rows, run.cfg, pair_score_model(run.cfg, run.lake))[0]
 
     def decide(self, run: Run, rows: DataFrame) -> DataFrame:
         cut = run.pair_score_cut(rows)
@@ -302,7 +320,7 @@ class Cuts(Stage):
 
 
 STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), NearDup(), Lm(), Align(),
-                             Embed(), PairScore(), Cuts())
+                             Embed(), EnglishFluency(), PairScore(), Cuts())
 
 
 def stages_from(name: str) -> tuple[str, ...]:

@@ -64,6 +64,7 @@ from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, PairScoreStore, for_executors
 from jobs.lake.runs import job_main, open_lake
 from udfs.pair_features import available, feature_columns
+from udfs.side_lm import add_english_lm, english_side
 
 HELD_APART = 5  # one pair in five, by a hash of its text
 
@@ -184,6 +185,9 @@ def scored(spark: SparkSession, rows: list, cfg: FilterConfig,
         model = for_executors(spark, enc.model, f"{cfg.embedding.encoder} encoder")
         spec = EncoderSpec(enc.backend, model, enc.batch_size, cfg.embedding.device)
         df = add_embedding_scores(df, spec, everyone, cfg.embedding.margin_k)
+    if cfg.pair_score.english_lm is not None and english_side(cfg.sides) is not None:
+        path = for_executors(spark, cfg.pair_score.english_lm, "pair_score.english_lm")
+        df = add_english_lm(df, cfg.sides, path, everyone)
     return df
 
 
@@ -345,7 +349,8 @@ def train_labelled(spark: SparkSession, cfg: FilterConfig,
 def _scorers(cfg: FilterConfig, aligner: str | None) -> dict[str, Any]:
     return {"align": cfg.align.enabled, "aligner": aligner,
             "embedding": cfg.embedding.enabled,
-            "encoder": cfg.embedding.encoder if cfg.embedding.enabled else None}
+            "encoder": cfg.embedding.encoder if cfg.embedding.enabled else None,
+            "english_lm": cfg.pair_score.english_lm}
 
 
 def report(model: dict[str, Any]) -> str:
