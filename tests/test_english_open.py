@@ -5,6 +5,7 @@ run here on a small tree laid out as ../shared is, of lines from the committed f
 from __future__ import annotations
 
 import gzip
+import html
 import subprocess
 import sys
 from pathlib import Path
@@ -19,11 +20,17 @@ def committed_lines() -> list[str]:
 
 def test_the_committed_text_is_distinct_unescaped_english_lines() -> None:
     lines = committed_lines()
-    assert len(lines) == 17_839 and len(set(lines)) == len(lines)
+    assert len(lines) == 17_439 and len(set(lines)) == len(lines)
     assert all(line == " ".join(line.split()) and line for line in lines)
     assert not [line for line in lines if "&apos;" in line or "&quot;" in line]
     # FLORES-200 devtest's first English line opens it (conf/lm/README.md's order)
     assert lines[0].startswith('"We now have 4-month-old mice that are non-diabetic')
+    # the labelled en-de dev set bench/crawl_dev.py judges pair_score on is drawn from the same
+    # toy data: none of its English is in the LM's text
+    dev = (REPO / "tests/data/labelled/opennmt-toy-ende-400.tsv").read_text(encoding="utf-8")
+    english = {" ".join(html.unescape(row.split("\t")[3]).split())
+               for row in dev.splitlines()[1:]}
+    assert len(english) == 400 and not english & set(lines)
 
 
 def shared_tree(root: Path, lines: list[str]) -> Path:
@@ -39,7 +46,10 @@ def shared_tree(root: Path, lines: list[str]) -> Path:
         (bitext / f"tico19/{pair}/tico19-test.en").write_text(f"{lines[2]}\n",
                                                              encoding="utf-8")
     toy = bitext / "opennmt-toy-ende/data"
-    (toy / "src-train.txt").write_text("Parliament &apos;s  prerogative\n\n", encoding="utf-8")
+    dev = (REPO / "tests/data/labelled/opennmt-toy-ende-400.tsv").read_text(encoding="utf-8")
+    held = dev.splitlines()[1].split("\t")[3]  # a dev-set line: never in the LM's text
+    (toy / "src-train.txt").write_text(f"{held}\nParliament &apos;s  prerogative\n\n",
+                                       encoding="utf-8")
     (toy / "src-val.txt").write_text(f"{lines[3]}\n", encoding="utf-8")
     (toy / "src-test.txt").write_text("&quot; Two soldiers came up to me\n", encoding="utf-8")
     return root
