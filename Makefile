@@ -47,7 +47,7 @@ $(KENLM): | $(STAMP)
 	  echo "warning: lmplz not built (above); n-gram LMs are trained with VariKN instead"
 
 # The English LM the shipped pair_score models read (pair_score.english_lm), from the openly
-# licensed English committed in conf/lm/ (conf/lm/README.md); ~10 s.
+# licensed English committed in conf/lm/ (conf/lm/README.md); ~2 s.
 $(EN_LM): conf/lm/en-open.txt.gz | $(KENLM)
 	$(PY) jobs/train_lm.py --lang en --order 5 --out $@ conf/lm/en-open.txt.gz
 

@@ -234,7 +234,7 @@ def test_errors_are_one_line(spark, trained, tmp_path: Path,
                         "--set", "pair_score.model=nope"]) == 2
     assert "pair_score.model nope: no such model" in capsys.readouterr().err
     # The model weighs English fluency under the LM it was trained with: another LM, or
-    # none, is refused before any row is read; the same LM's name not found, on one line.
+    # none, is refused, and the same LM's name not found is said, each on one line, exit 2.
     for lm, says in (("null", "this run's pair_score.english_lm is None"),
                      ("other.binlm", "weighs English fluency under the LM "
                                      "models/lm/en-open.binlm"),

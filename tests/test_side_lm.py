@@ -139,3 +139,15 @@ def test_english_lm_scores_the_english_side_of_either_direction(spark) -> None:
         assert [got[r.src, r.tgt] for r in df.collect()] == pytest.approx(want), sides
     ru_zh = add_english_lm(zh_en, [("src", "ru"), ("tgt", "zh")], path, F.col("alive"))
     assert {r[ENGLISH_LM] for r in ru_zh.collect()} == {None}
+
+
+def test_a_pair_with_no_english_side_needs_no_english_lm(spark) -> None:
+    """ru-zh: english_lm null on every row, and the LM is never looked for (a path that is
+    not there is no error)."""
+    from jobs.filtering.config import load_config
+    from jobs.filtering.pair_score_stage import with_english_lm
+
+    cfg = load_config(None, ["pair=ru-zh", "pair_score.english_lm=nowhere/en.binlm"])
+    df = spark.createDataFrame([("Привет.", "你好。", None)],
+                               "src string, tgt string, reject_rule string")
+    assert [r[ENGLISH_LM] for r in with_english_lm(df, cfg, spark).collect()] == [None]

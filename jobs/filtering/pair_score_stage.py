@@ -99,10 +99,14 @@ def pair_score_model(cfg: FilterConfig, lake: Any) -> dict[str, Any]:
 
 
 def with_english_lm(df: DataFrame, cfg: FilterConfig, spark: Any) -> DataFrame:
-    """`df` plus `english_lm` on the alive rows, under `pair_score.english_lm`."""
+    """`df` plus `english_lm` on the alive rows, under `pair_score.english_lm` (null on
+    every row of a pair with no English side: the LM is then not even shipped)."""
+    side = english_side(cfg.sides)
+    if side is None:
+        log("English fluency: no English side, english_lm null")
+        return add_english_lm(df, cfg.sides, "", alive())
     path = for_executors(spark, str(cfg.pair_score.english_lm), "pair_score.english_lm")
-    log(f"English fluency: {english_side(cfg.sides) or 'no English side'} under "
-        f"{cfg.pair_score.english_lm}")
+    log(f"English fluency: {side} under {cfg.pair_score.english_lm}")
     return add_english_lm(df, cfg.sides, path, alive())
 
 
