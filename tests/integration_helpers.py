@@ -24,7 +24,11 @@ T, U = TypeVar("T"), TypeVar("U")
 # The tests' JVMs compile with C1 only (conftest.py says why). C1-only also shrinks the default
 # code cache from 240 MB to 48 MB, which a refresh chaining a selection in one driver filled
 # ("Out of space in CodeCache for method handle intrinsic", one CI run): keep the 240 MB.
-JIT_OPTS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+# No bytecode verification of the jars' classes either (Spark's own, loaded afresh by every
+# cold JVM): a cold Tatoeba filter job 38.7 -> 36.4 CPU-s (docs/testing.md). Tests only: a
+# user's JVM verifies what it loads.
+JIT_OPTS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m "
+            "-XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote")
 
 
 def spark_default(key: str) -> str:
