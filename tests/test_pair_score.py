@@ -87,6 +87,12 @@ def test_a_threshold_fitted_to_a_run_moves_down_only_and_not_past_the_floor() ->
     # 0.95 -> 0.9 at the median is -0.75 in log-odds: 0.8 -> sigmoid(1.386 - 0.747)
     assert fitted_threshold(model, 0.9) == pytest.approx(0.6545, abs=1e-3)
     assert fitted_threshold(model, 0.2) == 0.4  # a run of mostly bad pairs: the floor
+    # A threshold the log-odds round trip moves an ulp up (a model trained in a clean-clone
+    # run had it): a run like the training data keeps the model's own, exactly.
+    model = {"threshold": 0.3629952888289217, "threshold_floor": 0.2,
+             "clean_quantiles": {"0.5": 0.7}}
+    assert fitted_threshold(model, 0.76) == 0.3629952888289217
+    assert fitted_threshold(model, 0.6999) <= 0.3629952888289217
 
 
 def test_auc() -> None:

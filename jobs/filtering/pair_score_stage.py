@@ -56,7 +56,10 @@ def fitted_threshold(model: dict[str, Any], run_quantile: float) -> float:
     not below the model's floor (module docstring)."""
     clean = float(model["clean_quantiles"][str(FIT_QUANTILE)])
     shift = min(0.0, _logit(run_quantile) - _logit(clean))
-    moved = _sigmoid(_logit(float(model["threshold"])) + shift)
+    own = float(model["threshold"])
+    # No shortfall: the model's own threshold, exactly (the log-odds round trip can land an
+    # ulp above it, and a run then cuts a pair the model keeps).
+    moved = own if shift == 0.0 else min(own, _sigmoid(_logit(own) + shift))
     return max(float(model["threshold_floor"]), moved)
 
 
