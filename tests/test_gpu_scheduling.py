@@ -4,7 +4,9 @@ on it. The embed stage runs under a resource profile of its own (one whole GPU a
 per GPU for each task), the CPU stages under the job's default (no GPU): Spark's event log
 says which stage ran under which profile, and the embed stage's tasks fail loudly if Spark
 gives them no GPU (udfs/embed.py `score_partition`), so the run succeeding means each got
-one. The encoder (USE, numpy) computes on the CPU whatever it is given."""
+one. The encoder (USE, numpy) computes on the CPU whatever it is given. The run has the
+learned pair_score on as well (the model shipped for USE, with English fluency): the English
+LM reaches the executors as the job ships it, and pair_score decides every row it scores."""
 
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
     done = submit_to(
         standalone.url, "filter", "--pair", "zh-en", "--corpus", "tatoeba", "--input",
         str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en"), "--lake", str(lake),
-        "--set", "embedding.enabled=true", spark_args=spark_args)
+        "--set", "embedding.enabled=true", "--set", "pair_score.enabled=true",
+        spark_args=spark_args)
     assert done.returncode == 0, done.stderr[-4000:]
 
     log = events(log_dir)
@@ -63,6 +66,17 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
                                       "sluice.bitext WHERE outcome = 'clean'"})
     ((scored, clean),) = rows["scored"]
     assert scored == clean > 1000
+    # pair_score, from the embedding cosine and the English LM scored on the executors: on
+    # every row the rules kept, and the only judge of them (its threshold stored per row).
+    rows = read_lake(lake, {"judged": (
+        "SELECT count(pair_score), count(english_lm), count(pair_score_threshold), "
+        "count_if(reject_rule = 'pair_score'), "
+        "count_if(reject_rule = 'pair_score') = count_if(pair_score < pair_score_threshold), "
+        "count_if(reject_rule IN ('embed_cosine', 'embed_margin')) FROM sluice.bitext")})
+    ((judged, fluency, thresholds, cut, cut_by_threshold, cut_by_embedding),) = rows["judged"]
+    assert judged == fluency == thresholds >= scored
+    assert 0 < cut <= judged - clean and cut_by_threshold is True
+    assert cut_by_embedding == 0
 
 
 def test_the_profile_is_asked_only_where_executors_have_gpus_and_tasks_none(spark) -> None:
