@@ -490,3 +490,35 @@ def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None
                        "--lake", str(lake), "--max-pairs", "400", "--check", str(only_valid),
                        "--input", str(DATA / "tatoeba-zh-en.zh"),
                        str(DATA / "tatoeba-zh-en.en")]) == 2
+
+
+@pytest.mark.integration  # a refresh in this process
+@pytest.mark.parametrize("settings,said", [
+    ("{enabled: true, model: no-such-model}", "pair_score.model no-such-model: no such model"),
+    # the model shipped for the bundled encoder reads the embedding cosine, off here
+    ("{enabled: true}", "reads the embedding cosine: set embedding.enabled=true"),
+])
+def test_a_refresh_whose_pair_score_model_cannot_run_fails_before_reading_a_file(
+        spark, tmp_path: Path, settings: str, said: str) -> None:
+    """As a filter run does (jobs/filtering/job.py): the one-line config error at once, not
+    after the refresh has ingested, normalized and scored its new files."""
+    from jobs.kit.errors import ConfigError
+    from jobs.lake.store import Lake
+    from jobs.refreshing.config import load_refresh_config
+    from jobs.refreshing.job import refresh
+
+    sources = tmp_path / "incoming"
+    sources.mkdir()
+    (sources / "a.tsv").write_text("".join(f"{z}\t{e}\n" for z, e in anki_pairs(20)),
+                                   encoding="utf-8")
+    lake_root = tmp_path / "lake"
+    path = tmp_path / "refresh.yaml"
+    path.write_text(f"extends: {REPO}/conf/zh-en.yaml\n"
+                    f"lake: {{root: {lake_root}, database: ps_refresh_{len(settings)}}}\n"
+                    f"pair_score: {settings}\n"
+                    f"sources:\n  - {{corpus: crawl, path: {sources}, format: tsv}}\n",
+                    encoding="utf-8")
+    cfg = load_refresh_config(str(path))
+    with pytest.raises(ConfigError, match=said):
+        refresh(spark, Lake(spark, cfg.lake.root, cfg.lake.database), cfg, "ps-1", False)
+    assert not (lake_root / "runs").exists() and not (lake_root / "tables").exists()

@@ -16,8 +16,7 @@ from __future__ import annotations
 import argparse
 
 from jobs.filtering.config import FilterConfig, load_config
-from jobs.filtering.pair_score_model import check_scorers
-from jobs.filtering.pair_score_model import load as load_pair_score_model
+from jobs.filtering.pair_score_stage import pin_pair_score_model
 from jobs.filtering.pair_scores import check_aligner
 from jobs.filtering.redecide import redecide
 from jobs.filtering.run import FilterRun
@@ -89,13 +88,7 @@ def run(args: argparse.Namespace) -> int:
     spark, lake = open_lake("sluice-filter", cfg, run_id, beside=True)
     if any(inp.format == "table" for inp in cfg.inputs):
         lake.ready()
-    if cfg.pair_score.enabled:  # a missing model fails before any work
-        model = load_pair_score_model(lake, cfg.pair, cfg.pair_score.model,
-                                      cfg.embedding.encoder)
-        check_scorers(model, cfg)
-        # `latest` pinned to the model it names now: the run scores with that one even if
-        # another is trained meanwhile, and its record (report, re-decide) names it.
-        cfg.pair_score.model = model["name"]
+    pin_pair_score_model(cfg, lake)  # a missing model fails before any work
     inputs = [inp.model_dump() for inp in cfg.inputs]
     check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts
     job = FilterRun(spark, lake, cfg, run_id)

@@ -101,6 +101,15 @@ def pair_score_model(cfg: FilterConfig, lake: Any) -> dict[str, Any]:
     return model
 
 
+def pin_pair_score_model(cfg: FilterConfig, lake: Any) -> None:
+    """Before a filter or refresh run does any work: a missing model, or one that reads
+    scores the run does not compute, fails now rather than after the embedding pass; and
+    `latest` is pinned to the model it names now, so the run scores with that one even if
+    another is trained meanwhile, and its record (report, re-decide) names it."""
+    if cfg.pair_score.enabled:
+        cfg.pair_score.model = pair_score_model(cfg, lake)["name"]
+
+
 def with_english_lm(df: DataFrame, cfg: FilterConfig, spark: Any) -> DataFrame:
     """`df` plus `english_lm` on the alive rows, under `pair_score.english_lm` (null on
     every row of a pair with no English side: the LM is then not even shipped)."""

@@ -23,6 +23,7 @@ from functools import partial
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.filtering.pair_score_stage import pair_score_model
 from jobs.filtering.run import FilterRun
 from jobs.filtering.stages import dedup, with_dedup_keys
 from jobs.kit.cli import add_config, add_lake, add_run_id, lake_extra
@@ -194,6 +195,11 @@ def config_from_args(args: argparse.Namespace) -> RefreshConfig:
 
 def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str, full: bool,
             lock: RemoteLock | None = None) -> int:
+    # A missing pair_score model fails before any file is read, as in a filter run. Not
+    # pinned as a filter run pins `latest`: the name is part of the filter hash each file's
+    # manifest row keeps, and a pinned one would refilter every file whenever a model is saved.
+    if cfg.pair_score.enabled:
+        pair_score_model(cfg, lake)
     listed = list_sources(spark, cfg) or []
     manifest = read_manifest(spark, cfg.lake.database, cfg.key)
     plan = plan_refresh(listed, manifest, cfg.filter_hash(), cfg.refresh.missing_files,
