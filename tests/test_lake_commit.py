@@ -233,3 +233,31 @@ def test_gc_keeps_what_a_pending_journal_needs(lake: Lake) -> None:
 def test_run_ids_name_one_directory(bad: str) -> None:
     with pytest.raises(ConfigError, match="run id"):
         check_run_id(bad)
+
+
+def test_a_view_is_written_when_missing_or_changed_and_not_again(
+        lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run asks for its views; only a missing one, or one whose query changed (a column
+    the table gained), is written, and then it shows the new columns and rows."""
+    real_sql, written = lake.spark.sql, []
+
+    def sql(statement: str, *args, **kwargs):
+        if statement.startswith("CREATE OR REPLACE VIEW"):
+            written.append(statement)
+        return real_sql(statement, *args, **kwargs)
+
+    monkeypatch.setattr(lake.spark, "sql", sql)
+    view = lake.qualified("clean_view")
+    lake.ensure_view("clean_view", TABLE, ["text", "part"], "outcome = 'clean'")
+    lake.ensure_view("clean_view", TABLE, ["text", "part"], "outcome = 'clean'")
+    assert len(written) == 1
+    schema = lake.spark.createDataFrame([("x", 1.0, "a", "clean")], "text string, score double, "
+                                        "part string, outcome string").schema
+    lake.ensure_table(TABLE, schema, ["part", "outcome"])  # a newer job's column
+    lake.ensure_view("clean_view", TABLE, ["text", "score", "part"], "outcome = 'clean'")
+    assert len(written) == 2 and lake.spark.table(view).columns == ["text", "score", "part"]
+    lake.commit("v-1", write_run(lake, "v-1", as_rows([("kept", "a", "clean"),
+                                                        ("cut", "a", "rejected")])))
+    lake.ensure_view("clean_view", TABLE, ["text", "score", "part"], "outcome = 'rejected'")
+    assert len(written) == 3
+    assert [r.text for r in lake.spark.table(view).collect()] == ["cut"]
