@@ -493,13 +493,14 @@ def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None
 
 
 @pytest.mark.integration  # a refresh in this process
-@pytest.mark.parametrize("settings,said", [
-    ("{enabled: true, model: no-such-model}", "pair_score.model no-such-model: no such model"),
+@pytest.mark.parametrize("case,settings,said", [
+    ("missing", "{enabled: true, model: no-such-model}",
+     "pair_score.model no-such-model: no such model"),
     # the model shipped for the bundled encoder reads the embedding cosine, off here
-    ("{enabled: true}", "reads the embedding cosine: set embedding.enabled=true"),
+    ("no_embedding", "{enabled: true}", "reads the embedding cosine: set embedding.enabled=true"),
 ])
 def test_a_refresh_whose_pair_score_model_cannot_run_fails_before_reading_a_file(
-        spark, tmp_path: Path, settings: str, said: str) -> None:
+        spark, tmp_path: Path, case: str, settings: str, said: str) -> None:
     """As a filter run does (jobs/filtering/job.py): the one-line config error at once, not
     after the refresh has ingested, normalized and scored its new files."""
     from jobs.kit.errors import ConfigError
@@ -514,7 +515,7 @@ def test_a_refresh_whose_pair_score_model_cannot_run_fails_before_reading_a_file
     lake_root = tmp_path / "lake"
     path = tmp_path / "refresh.yaml"
     path.write_text(f"extends: {REPO}/conf/zh-en.yaml\n"
-                    f"lake: {{root: {lake_root}, database: ps_refresh_{len(settings)}}}\n"
+                    f"lake: {{root: {lake_root}, database: ps_refresh_{case}}}\n"
                     f"pair_score: {settings}\n"
                     f"sources:\n  - {{corpus: crawl, path: {sources}, format: tsv}}\n",
                     encoding="utf-8")

@@ -102,10 +102,11 @@ def pair_score_model(cfg: FilterConfig, lake: Any) -> dict[str, Any]:
 
 
 def pin_pair_score_model(cfg: FilterConfig, lake: Any) -> None:
-    """Before a filter or refresh run does any work: a missing model, or one that reads
-    scores the run does not compute, fails now rather than after the embedding pass; and
-    `latest` is pinned to the model it names now, so the run scores with that one even if
-    another is trained meanwhile, and its record (report, re-decide) names it."""
+    """Before a filter run does any work: a missing model, or one that reads scores the run
+    does not compute, fails now rather than after the embedding pass; and `latest` is pinned
+    to the model it names now, so the run scores with that one even if another is trained
+    meanwhile, and its record (report, re-decide) names it. A refresh checks the model
+    (`pair_score_model`) but does not pin it (jobs/refreshing/job.py says why)."""
     if cfg.pair_score.enabled:
         cfg.pair_score.model = pair_score_model(cfg, lake)["name"]
 
