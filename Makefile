@@ -134,7 +134,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 bench: setup
-	$(PY) bench/filter_throughput.py
+	$(PY) -m bench.throughput.filter
 
 clean:
 	rm -rf .venv-airflow lake lake-bt lake-select lake-refresh lake-pair-score incoming spark-warehouse metastore_db derby.log runs/tiny-multi-zh-en $(TINY)

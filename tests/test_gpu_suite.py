@@ -1,4 +1,4 @@
-"""bench/gpu_suite.py, the one GPU benchmark command, in its CPU form (`--smoke`): every part
+"""bench/gpu/suite.py, the one GPU benchmark command, in its CPU form (`--smoke`): every part
 runs through the code a GPU run takes (the scorer's group function, the encoder's pair path,
 the real training loop) and lands in one JSON."""
 
@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_the_suite_writes_every_figure_in_one_json(tmp_path: Path) -> None:
     out = tmp_path / "gpu.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "gpu_suite.py"), "--smoke",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "bench.gpu.suite", "--smoke", "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["device"] == "cpu" and result["smoke"] is True

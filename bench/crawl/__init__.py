@@ -1,0 +1,1 @@
+"""Judgement on labelled pairs: rules, language ID, encoders and pair_score on crawled data."""

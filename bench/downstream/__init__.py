@@ -1,0 +1,1 @@
+"""After filtering: selection, near-duplicates, translation, mixing and training."""

@@ -1,0 +1,1 @@
+"""GPU figures: the one-command suite and the encoder throughput it uses."""

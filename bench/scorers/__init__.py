@@ -1,0 +1,1 @@
+"""The word-alignment and embedding scorers: throughput and separation."""

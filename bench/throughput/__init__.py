@@ -1,0 +1,1 @@
+"""Job cost against peers and floors, profiles, and the JVMs the suite starts."""
