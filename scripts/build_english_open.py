@@ -7,7 +7,7 @@ Only a maintainer runs this (the file is committed; `make setup` trains the LM f
 English of FLORES-200 devtest and NTREX-128 (CC-BY-SA 4.0), TICO-19's test set (CC0) and the
 OpenNMT toy en-de source side (MIT, its HTML escapes undone), each line once, in that order;
 never the English of the labelled en-de dev set drawn from the same toy data
-(tests/data/labelled/opennmt-toy-ende-400.tsv, which bench/crawl_dev.py judges the shipped
+(tests/data/labelled/opennmt-toy-ende-400.tsv, which bench/crawl/dev_set.py judges the shipped
 pair_score on).
 """
 

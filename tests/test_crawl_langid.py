@@ -1,6 +1,6 @@
 """Language ID on valid web-crawled pairs (issue 39): human-labelled valid ParaCrawl pairs of
 languages lid.176 reads poorly or under another name (tests/data/crawl/, release 6, the
-calibration half of bench/crawl_rule_loss.py) go through the real filter job. Before: en-nb
+calibration half of bench/crawl/rule_loss.py) go through the real filter job. Before: en-nb
 was refused (no backend knows `nb`: both say `no`), 31% of valid Croatian lines were `sh`,
 `sr` or `bs` to lid.176 and rejected, Maltese and Irish lost a quarter of their valid lines
 to lid.176's low confidence (CLD3 names them right 97% of the time). Norwegian still loses

@@ -1,7 +1,7 @@
 """`embedding.encoder: auto` (conf/defaults.yaml): each pair embeds with the first encoder of
 `embedding.auto` trained on both its languages: USE multilingual where it knows both (its 16
 languages), e5-small for any other pair, where USE's cosine is near chance on crawl pairs
-(bench/crawl_encoders.py). The resolved config names the encoder chosen."""
+(bench/crawl/encoders.py). The resolved config names the encoder chosen."""
 
 from __future__ import annotations
 

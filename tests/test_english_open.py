@@ -25,7 +25,7 @@ def test_the_committed_text_is_distinct_unescaped_english_lines() -> None:
     assert not [line for line in lines if "&apos;" in line or "&quot;" in line]
     # FLORES-200 devtest's first English line opens it (conf/lm/README.md's order)
     assert lines[0].startswith('"We now have 4-month-old mice that are non-diabetic')
-    # the labelled en-de dev set bench/crawl_dev.py judges pair_score on is drawn from the same
+    # the labelled en-de dev set bench/crawl/dev_set.py judges pair_score on is drawn from the same
     # toy data: none of its English is in the LM's text
     dev = (REPO / "tests/data/labelled/opennmt-toy-ende-400.tsv").read_text(encoding="utf-8")
     english = {" ".join(html.unescape(row.split("\t")[3]).split())

@@ -105,8 +105,8 @@ def broadcast_types(df) -> list[str]:
 def test_nothing_is_broadcast_whatever_spark_estimates(spark, long_pairs, monkeypatch) -> None:
     """Spark sizes an array column at one element and a checkpointed table by its plan, so
     the shingles, bucket keys and edges of 1M rows looked small enough to broadcast and filled
-    a 1 GB heap (bench/near_dup.py scale). With Spark allowed to broadcast anything, every
-    query of the stage (each checkpointed step, and the result) joins by sort-merge."""
+    a 1 GB heap (bench/downstream/near_dup.py scale). With Spark allowed to broadcast anything,
+    every query of the stage (each checkpointed step, and the result) joins by sort-merge."""
     from pyspark.sql.classic.dataframe import DataFrame  # what the session's frames are
 
     ran, checkpoint = [], DataFrame.localCheckpoint

@@ -436,7 +436,7 @@ def test_trained_on_human_labels_and_checked_against_its_inputs(spark, tmp_path:
     scored = {x: [r["pair_score"] for r in rows if label[r["line"] - 1] == x
                   and r["pair_score"] is not None] for x in ("V", "A")}
     # Measured: 89% of the valid pairs kept, 45% of the misaligned; AUC 0.83 (on the pairs it
-    # was trained on: bench/crawl_pair_score.py measures it on languages it never saw).
+    # was trained on: bench/crawl/pair_score.py measures it on languages it never saw).
     assert np.mean(kept["V"]) >= 0.8 and np.mean(kept["A"]) <= 0.6
     assert auc(scored["V"], scored["A"]) >= 0.75
 

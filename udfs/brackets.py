@@ -18,7 +18,7 @@ _ANY = frozenset("".join(o + c for o, c in BRACKETS) + DOUBLE_QUOTES)
 # A list item's marker at the start of a line: `3)`, `10.)`, `d)`, `iv)`, `b）`. Its bracket
 # closes the marker, not something the line opened, so it is not counted: crawled legal and
 # technical text is full of such items, each a line of its own (ParaCrawl's valid pairs: 0.4
-# points of the rule's 1.3 on release 7, python bench/crawl_rule_loss.py).
+# points of the rule's 1.3 on release 7, python -m bench.crawl.rule_loss).
 LIST_MARKER = re.compile(r"\s*(?:\d{1,3}|[A-Za-z]|[ivx]{2,4}|[IVX]{2,4})\.?[)）]")
 
 

@@ -11,8 +11,8 @@ where NN_k(x) are the k targets nearest to source x (and NN_k(y) the k sources n
 target y). A corpus-wide k-NN search would need a vector index; instead the neighbourhood is
 the pair's group: the alive rows are dealt into ceil(rows / GROUP_ROWS) groups by a hash of
 their text (4,097-8,192 rows a group on average; all when fewer), about as many
-candidates as the thresholds were calibrated with (bench/calibrate_embed.py: 6,000). Without
-a margin the groups hold ENCODE_ROWS rows: more, smaller tasks for the encoder alone.
+candidates as the thresholds were calibrated with (bench/thresholds/calibrate_embed.py: 6,000).
+Without a margin the groups hold ENCODE_ROWS rows: more, smaller tasks for the encoder alone.
 
 One shuffle carries only the pairs' texts (`src`, `tgt`) to their groups, each group is
 encoded and scored in one task (on its GPU when it has one: no vectors cross a shuffle), and

@@ -1,7 +1,7 @@
 """The embedding scorer's work on one group of pairs, without Spark: encoding (`encode`,
 `encode_both`), cosine and ratio margin (`cosine_and_margin`), all three for a group
 (`score_group`). udfs/embed.py runs `score_group` as the filter's embed stage;
-bench/gpu_suite.py imports it on machines without pyspark (the GPU hosts), so this module
+bench/gpu/suite.py imports it on machines without pyspark (the GPU hosts), so this module
 must not import pyspark.
 
 How the groups are formed, why they make scores repeatable, and the margin's definition:

@@ -146,7 +146,7 @@ class SentenceTransformerEncoder:
         """Indices of texts per forward pass, longest first by token count.
 
         SentenceTransformer.encode sorts by character count, a poor proxy for tokens: on the
-        real lines bench/embed_gpu.py uses (batch 256) it pads zh by 10%, en by 42% and ru by
+        real lines bench/gpu/embed.py uses (batch 256) it pads zh by 10%, en by 42% and ru by
         78%, against 6% for each when sorted by tokens. The extra tokenizer pass is printed
         by that bench as a share of the encoding time."""
         order = np.argsort(-self.token_lengths(texts), kind="stable")

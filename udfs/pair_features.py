@@ -64,7 +64,7 @@ def capitalised_words(text: Column) -> Column:
 def capitals_gap(src: Column, tgt: Column) -> Column:
     """|a - b| / (1 + max(a, b)) of the two sides' capitalised words: a translation keeps a
     sentence's names; a misaligned or machine-translated pair often does not (issue 39's probe,
-    bench/crawl_mt_probe.py). Null where a side has no capitals to count."""
+    bench/crawl/mt_probe.py). Null where a side has no capitals to count."""
     a, b = capitalised_words(src), capitalised_words(tgt)
     return F.abs(a - b) / (F.greatest(a, b) + 1.0)
 
@@ -111,7 +111,7 @@ FEATURES: tuple[Feature, ...] = (
             lambda r: capitals_gap(F.col("src"), F.col("tgt")), -1),
     # The English side's log10 per token under an English LM (udfs/side_lm.py): misaligned
     # and machine-translated crawl English reads less like edited text (issue 39's probe,
-    # bench/crawl_mt_probe.py). Null on a pair with no English side.
+    # bench/crawl/mt_probe.py). Null on a pair with no English side.
     Feature("english_fluency", ("english_lm",), lambda r: F.col("english_lm"), +1),
 )
 BY_NAME = {f.name: f for f in FEATURES}

@@ -7,7 +7,7 @@ import os
 
 def _task_context():  # pyspark.TaskContext, or None
     """The running Spark task's context; None outside a task, or where pyspark is not
-    installed (bench/gpu_suite.py runs the scorer's group code on GPU hosts without it)."""
+    installed (bench/gpu/suite.py runs the scorer's group code on GPU hosts without it)."""
     try:
         from pyspark import TaskContext
     except ImportError:

@@ -19,7 +19,7 @@ A candidate bucket gives star edges (each row to the bucket's smallest id), so a
 rows costs k edges, not k^2. Every join is a sort-merge join, never a broadcast, so memory per
 executor stays flat as the rows grow: Spark sizes an array column at one element and a
 checkpointed table by its plan, so the shingles, bucket keys and edges of 1M rows looked small
-enough to broadcast and filled a 1 GB heap (bench/near_dup.py scale).
+enough to broadcast and filled a 1 GB heap (bench/downstream/near_dup.py scale).
 """
 
 from __future__ import annotations

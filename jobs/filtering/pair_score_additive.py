@@ -4,7 +4,7 @@ Why: a logistic regression gives a feature one slope over its whole range, so a 
 0.80 -> 0.85 counts as much as 0.93 -> 0.98. On human-labelled crawl pairs what matters is
 where a feature is: a low cosine says "misaligned" loudly, a high one barely separates a valid
 pair from an MT'd one. Fitted on ParaCrawl's labels of 24 languages and judged on the one left
-out (bench/crawl_pair_score.py), the additive model ranks valid pairs above the rest better
+out (bench/crawl/pair_score.py), the additive model ranks valid pairs above the rest better
 than the linear one for both bundled encoders (docs/filtering.md, "Each feature's own
 shape").
 

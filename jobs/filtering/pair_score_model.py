@@ -15,8 +15,8 @@ number in Spark as in training. A linear model is a few floats, an additive one 
 steps per feature; either is applied as one Column expression (no Python worker, no model
 file to ship), its probabilities usable as they are and its parts readable (docs/filtering.md
 "pair_score"). Trees that combine features (full gradient boosting) rank made negatives
-somewhat better (bench/pair_score.py prints both: zh-en held-apart AUC 0.991 vs 0.983 with the
-embedding cosine), but on crawl labels of unseen languages their interactions added nothing
+somewhat better (bench/crawl/made_negatives.py prints both: zh-en held-apart AUC 0.991 vs 0.983
+with the embedding cosine), but on crawl labels of unseen languages their interactions added nothing
 over the additive model (trees of depth 3 against 1: AUC valid vs rest 0.650 against 0.649
 with e5-small) and would need a Python worker to apply.
 
@@ -44,7 +44,7 @@ ENGLISH_FLUENCY = "english_fluency"  # the feature read off an English LM (udfs/
 # How clean pairs are turned into bad ones (target side unless said otherwise). The first six
 # are a pair's own damage; the last four are near misses, as bicleaner-ai makes them: a crawl's
 # misaligned pairs are mostly a document's other sentences, or one side holding a sentence
-# more, not random pairs (bench/crawl_dev.py measures what they buy on real crawl pairs).
+# more, not random pairs (bench/crawl/dev_set.py measures what they buy on real crawl pairs).
 NEGATIVE_KINDS = (
     "misaligned",  # the target of another pair
     "truncated",  # the target cut to its first 30-60%
@@ -60,7 +60,7 @@ NEGATIVE_KINDS = (
 KEEP_VALID = 0.95  # the default threshold keeps this share of held-apart clean pairs
 KEEP_VALID_FLOOR = 0.99  # a threshold fitted to a run never goes below the one keeping this
 FIT_QUANTILES = (0.5, 0.75)  # held-apart clean scores' quantiles kept; a run fits at the first
-# Models that ship with sluice, for any pair (bench/crawl_pair_score.py --ship writes them);
+# Models that ship with sluice, for any pair (bench/crawl/pair_score.py --ship writes them);
 # `pair_score.model: latest` falls back on the one for the run's encoder where the lake has
 # none of the pair.
 SHIPPED_DIR = CONF_DIR / "pair_score"

@@ -4,7 +4,7 @@ rejection of those under the threshold (stage and rule `pair_score`).
 The threshold fits the run (`pair_score.fit_to_run`, the default). A model's own threshold keeps
 95% of its held-apart clean pairs, which are of the training domain (news); a web crawl's valid
 pairs score lower across the board (other register, tokenization, an aligner out of its domain),
-and that threshold rejected one valid crawl pair in six (bench/crawl_dev.py). So each corpus of
+and that threshold rejected one valid crawl pair in six (bench/crawl/dev_set.py). So each corpus of
 the run gets the model threshold moved by how far its own upper scores sit below the model's
 clean ones, with no labels: the shift of the median in log-odds (at least half of what the
 rules keep of a corpus is valid wherever a filter is worth running, so its median is a valid

@@ -43,7 +43,8 @@ def choose_aligner(
     `align.reference` names; one trained on the run's clean pairs and saved under the run id,
     when the sample holds at least `align.min_train_pairs`; else the pair's newest saved
     aligner; else none, with a warning. An aligner trained on too few pairs scores its own
-    misaligned pairs as aligned (bench/calibrate_align.py sizes), so it is never trained."""
+    misaligned pairs as aligned (bench/thresholds/calibrate_align.py sizes), so it is never
+    trained."""
     align = cfg.align
     if align.model_dir:
         return align.model_dir

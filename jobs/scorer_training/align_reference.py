@@ -1,7 +1,7 @@
 """Train a reference word aligner on a large clean corpus and save it, by name, in the lake's
 aligner store (`<lake>/models/align/<pair>/<name>/`, jobs/lake/models.py `AlignerStore`), for filter
 runs to score with (`align.reference: <name>` or `latest`) instead of training on their own
-rows, which a small or noisy run does badly (bench/calibrate_align.py sizes).
+rows, which a small or noisy run does badly (bench/thresholds/calibrate_align.py sizes).
 
     python -m jobs.align_reference --pair zh-en --input news.zh news.en --lake ./lake \\
         --name newstest-zh-en
