@@ -23,6 +23,8 @@ from integration_helpers import (
     submit_to,
 )
 
+from jobs.filtering.config import load_config
+
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
 SHUFFLE = "spark.sql.shuffle.partitions"
@@ -126,9 +128,23 @@ def test_filter_on_a_standalone_cluster_equals_local(cluster, tmp_path, request,
     before = {r[0]: r for r in remote_rows["clean"] + remote_rows["rejected"]}
     after = {r[0]: r for r in again["clean"] + again["rejected"]}
     assert set(after) == set(before)
-    margin = SCORE_COLUMNS.index("embed_margin")
-    assert all(after[k][2] == before[k][margin] for k in after)  # stored, not recomputed
-    assert len(again["clean"]) > len(remote_rows["clean"])
+    cosine, margin = SCORE_COLUMNS.index("embed_cosine"), SCORE_COLUMNS.index("embed_margin")
+    assert all(list(after[k][1:3]) == [before[k][cosine], before[k][margin]]
+               for k in after)  # stored, not recomputed
+    # A row that reached the embedding scorer is decided by its stored cosine and the new
+    # margin; every other keeps its rule and dup_of (a rule before the scorer, align's).
+    rule = len(SCORE_COLUMNS)  # the rows' reject_rule, then (rejected) dup_of
+    min_cosine = load_config(None, [], {"pair": "zh-en"}).embedding.chosen.min_cosine_for("zh-en")
+    readmitted = 0
+    for k, r in before.items():
+        if r[rule] in (None, "embed_cosine", "embed_margin"):
+            want = ("embed_cosine" if r[cosine] < min_cosine
+                    else "embed_margin" if r[margin] < 1.02 else None)
+            assert after[k][3] == want, k
+            readmitted += r[rule] == "embed_margin" and want is None
+        else:
+            assert list(after[k][3:]) == list(r[rule:]), k
+    assert readmitted > 0 and len(again["clean"]) > len(remote_rows["clean"])
     report = tmp_path / "report.html"
     # The report only reads the lake: the warm driver's local[2] (a cluster run costs a driver
     # and two executor JVMs more, and the cluster's own part is the re-decide above).

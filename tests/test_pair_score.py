@@ -462,7 +462,8 @@ def test_the_shipped_model_judges_a_run_with_the_bundled_encoder(spark, tmp_path
 
 
 @pytest.mark.integration  # whole training and filter jobs, in this process
-def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None:
+def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """`--check`: the model of made negatives is checked on labelled pairs held apart (here
     Anki pairs it never saw, valid, and the same sources with another pair's target, A), and
     the manifest says which."""
@@ -483,13 +484,41 @@ def test_made_negatives_checked_on_labelled_pairs(spark, tmp_path: Path) -> None
     assert checked["by"] == "labelled pairs (--check)"
     assert checked["pairs"] <= 120 and 0 < checked["valid"] <= 60
     assert set(checked["inputs"]) == set(model["features"]) or len(model["features"]) == 1
-    # A check file of valid pairs only cannot rank: one line naming it, exit 2.
-    only_valid = tmp_path / "valid.tsv"
-    only_valid.write_text("".join(f"{z}\t{e}\tV\n" for z, e in pairs[:30]), encoding="utf-8")
+    # A check whose bad pairs the rules all reject (copies) cannot rank: one line naming it,
+    # exit 2, said before a model is fitted (no "training" line, no model saved).
+    copies = tmp_path / "copies.tsv"
+    copies.write_text("".join(f"{z}\t{e}\tV\n" for z, e in pairs[:30]) + "".join(
+        f"{e}\t{e}\tA\n" for _, e in pairs[30:40]), encoding="utf-8")
+    capsys.readouterr()
     assert train_main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "unchecked",
-                       "--lake", str(lake), "--max-pairs", "400", "--check", str(only_valid),
+                       "--lake", str(lake), "--max-pairs", "400", "--check", str(copies),
                        "--input", str(DATA / "tatoeba-zh-en.zh"),
                        str(DATA / "tatoeba-zh-en.en")]) == 2
+    err = capsys.readouterr().err
+    assert f"--check {copies}: the pairs the rules keep are all valid" in err, err
+    assert not (lake / "models/pair_score/zh-en/unchecked").exists()
+
+
+@pytest.mark.parametrize("option,labels,said", [
+    ("--check", "VV", "every pair is valid"), ("--labelled", "AA", "every pair is bad"),
+    ("--check", "", "no labelled pairs")])
+def test_labelled_pairs_of_one_class_are_one_line_before_spark(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, labels: str,
+        said: str) -> None:
+    """Refused as the file is read, before a session starts or a model is fitted."""
+    from jobs.scorer_training.pair_score import main as train_main
+
+    path = tmp_path / "labels.tsv"
+    path.write_text("".join(f"{z}\t{e}\t{lab}\n" for (z, e), lab in zip(
+        anki_pairs(len(labels)), labels, strict=True)), encoding="utf-8")
+    source = ["--input", str(DATA / "tatoeba-zh-en.zh"),
+              str(DATA / "tatoeba-zh-en.en")] if option == "--check" else []
+    assert train_main(["--config", str(REPO / "conf/zh-en.yaml"), "--name", "x", "--lake",
+                       str(tmp_path / "lake"), option, str(path), *source]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"{option} {path}: {said}" + (
+        "" if not labels else ": labelled pairs need both valid and bad ones")), err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "lake").exists()
 
 
 @pytest.mark.integration  # a refresh in this process

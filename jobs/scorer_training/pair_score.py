@@ -229,6 +229,16 @@ def read_labelled(path: str) -> list[tuple[str, str, int, str]]:
     return rows
 
 
+def need_both_classes(rows: list[tuple[str, str, int, str]], what: str) -> None:
+    """Labelled pairs that are all valid or all bad cannot rank a model: said before Spark
+    starts, not after a whole training run."""
+    if not rows:
+        raise InputError(f"{what}: no labelled pairs")
+    if len({valid for _, _, valid, _ in rows}) < 2:
+        raise InputError(f"{what}: every pair is {'valid' if rows[0][2] else 'bad'}: "
+                         "labelled pairs need both valid and bad ones")
+
+
 def feature_table(spark: SparkSession, rows: list, cfg: FilterConfig,
                   aligner: str | None) -> tuple[list[str], Any]:
     """(features, pandas table of src, tgt, label, kind, held_apart, alive, f_<feature>) of `rows`
@@ -260,6 +270,14 @@ def train(spark: SparkSession, cfg: FilterConfig,
     ones (and a warning)."""
     import numpy as np
 
+    real = None
+    if check_rows:  # scored first: a check the rules leave one-sided fails before the fit
+        _, real = feature_table(spark, [(s, t, v, lab, True) for s, t, v, lab in check_rows],
+                                cfg, aligner)
+        real = real[real.alive]
+        if real.label.nunique() < 2:
+            raise InputError(f"--check {check_file}: the pairs the rules keep are all valid or "
+                             "all bad: a check needs both")
     names, table = feature_table(spark, labelled(pairs, cfg), cfg, aligner)
     train_part = table[~table.held_apart & table.alive]
     if train_part.label.nunique() < 2:
@@ -273,13 +291,7 @@ def train(spark: SparkSession, cfg: FilterConfig,
     model = fit_monotone(names, x, y, c)
     held = table[table.held_apart]
     alive, kind = held.alive.to_numpy(), held.kind.to_numpy()
-    if check_rows:
-        _, real = feature_table(spark, [(s, t, v, lab, True) for s, t, v, lab in check_rows],
-                                cfg, aligner)
-        real = real[real.alive]
-        if real.label.nunique() < 2:
-            raise InputError(f"--check {check_file}: the pairs the rules keep are all valid or "
-                             "all bad: a check needs both")
+    if real is not None:
         checked = {**check(model, _x(real, names), real.label.to_numpy()),
                    "by": "labelled pairs (--check)"}
     else:
@@ -387,7 +399,12 @@ def run(args: argparse.Namespace) -> int:
     if args.labelled and (args.input or args.where):
         raise ConfigError("--labelled trains on human labels alone: drop --input/--where")
     labelled_files = [read_labelled(path) for path in args.labelled or []]
+    if labelled_files:
+        need_both_classes([r for rows in labelled_files for r in rows],
+                          "--labelled " + " ".join(args.labelled))
     check_rows = read_labelled(args.check) if args.check else None
+    if check_rows is not None:
+        need_both_classes(check_rows, f"--check {args.check}")
     spark, lake = open_lake("sluice-train-pair-score", cfg)
     store = PairScoreStore(lake, cfg.pair)
     if store.exists(args.name):
