@@ -27,6 +27,9 @@ def test_the_suite_writes_every_figure_in_one_json(tmp_path: Path) -> None:
                  "before_per_side_batch_256"):
         assert embed[path]["pairs_per_s"] > 0, path
     assert embed["repeatable"] is True
+    ce = result["cross_encoder"]
+    assert ce["fine_tune"]["examples_per_s"] > 0 and ce["score"]["pairs_per_s"] > 0
+    assert ce["scores_in_0_1"] is True and ce["tokenize_one_core_pairs_per_s"] > 0
     [train] = result["train"]
     assert train["loop"] == "new" and train["tgt_tokens_per_s"] > 0
     assert "skipped" in result["ct2"] or "version" in result["ct2"]

@@ -3,7 +3,8 @@ docs/testing.md), on a real multi-domain slice
 (tests/data/select: TICO-19 medical, NTREX news, FLORES wiki, Tatoeba conversation; 150 zh-en
 pairs each) with a medical seed held apart from the pool (another 120 TICO-19 pairs).
 
-One bitext run trains and scores with four methods combined; each method's own score must put
+One bitext run trains and scores with five methods combined (two of them, DiDi's clusters and
+its BERT classifier, on the e5-small checkpoint `make setup` writes); each method's own score must put
 the medical pairs on top, and so must the combination. A second run scores with the saved
 models on another partitioning: the same scores. A monolingual run checks LM fluency. Bad
 input and the parts that need no spark-submit: tests/test_select_units.py."""
@@ -20,7 +21,7 @@ from integration_helpers import REPO, spark_submit, submit_script
 pytestmark = pytest.mark.integration  # whole jobs, real processes: not in the fast tier
 
 SELECT = Path(__file__).resolve().parent / "data" / "select"
-METHODS4 = ("moore_lewis", "fasttext_domain", "embedding_knn", "kmeans_domains")
+METHODS5 = ("moore_lewis", "fasttext_domain", "embedding_knn", "kmeans_domains", "bert_domain")
 LOWER_IS_BETTER = {"moore_lewis", "lm_fluency"}
 
 
@@ -62,14 +63,14 @@ def lake(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def four_methods(lake: Path, spark) -> str:
+def five_methods(lake: Path, spark) -> str:
     return submit_select(
         "--pair", "zh-en", "--corpus", "pool",
         "--seed", str(SELECT / "seed-medical.zh"), str(SELECT / "seed-medical.en"),
-        *[x for m in METHODS4 for x in ("--method", m)], "--top", "150",
+        *[x for m in METHODS5 for x in ("--method", m)], "--top", "150",
         # DiDi's clusters from a BERT encoder: the e5-small checkpoint `make setup` writes
         "--set", "kmeans_domains.encoder=e5-small-bert",
-        "--models-name", "medical-v1", "--lake", str(lake), "--run-id", "four")
+        "--models-name", "medical-v1", "--lake", str(lake), "--run-id", "five")
 
 
 def read_selected(spark, lake: Path, run_id: str) -> list[dict]:
@@ -81,7 +82,7 @@ def read_selected(spark, lake: Path, run_id: str) -> list[dict]:
     return [r.asDict() for r in selected.join(bitext, "row_id", "left").collect()]
 
 
-def test_each_method_ranks_the_medical_pairs_first(spark, lake: Path, four_methods: str) -> None:
+def test_each_method_ranks_the_medical_pairs_first(spark, lake: Path, five_methods: str) -> None:
     """Precision at N (N = the medical rows in the pool): a random pick gets ~0.26; each
     method gets 0.7-0.8 from a 120-pair seed (docs/selection.md "In-domain selection").
 
@@ -91,24 +92,24 @@ def test_each_method_ranks_the_medical_pairs_first(spark, lake: Path, four_metho
     kmeans_domains 0.72-0.77, and kmeans_domains 0.596 in one clean-clone run (a worse local
     optimum: its score is a whole cluster's, so one centre moved shifts a cluster of rows).
     Hence its lower cut, still about twice a random pick's."""
-    rows = read_selected(spark, lake, "four")
+    rows = read_selected(spark, lake, "five")
     medical = sum(r["domain"] == "medical" for r in rows)
     assert 140 <= medical <= 150  # a few pool rows fail the filter
     precision = {m: precision_at(rows, lambda r, m=m: r["scores"][m], m in LOWER_IS_BETTER,
-                                 medical) for m in METHODS4}
-    cuts = {m: 0.5 if m == "kmeans_domains" else 0.6 for m in METHODS4}
-    assert all(precision[m] >= cuts[m] for m in METHODS4), precision
+                                 medical) for m in METHODS5}
+    cuts = {m: 0.5 if m == "kmeans_domains" else 0.6 for m in METHODS5}
+    assert all(precision[m] >= cuts[m] for m in METHODS5), precision
     chosen = [r for r in rows if r["selected"]]
     assert len(chosen) == 150
     assert sum(r["domain"] == "medical" for r in chosen) / 150 >= 0.65
     assert sorted(r["rank"] for r in rows if r["rank"] is not None) == list(
         range(1, sum(r["rank"] is not None for r in rows) + 1))
-    assert all(r["method"] == "rank_mean(" + ",".join(METHODS4) + ")" for r in rows)
+    assert all(r["method"] == "rank_mean(" + ",".join(METHODS5) + ")" for r in rows)
     assert {r["seed_name"] for r in rows} == {"seed-medical.zh,seed-medical.en"}
 
 
-def test_every_pool_row_is_in_the_table_once(spark, lake: Path, four_methods: str) -> None:
-    rows = read_selected(spark, lake, "four")
+def test_every_pool_row_is_in_the_table_once(spark, lake: Path, five_methods: str) -> None:
+    rows = read_selected(spark, lake, "five")
     clean = spark.read.parquet(str(lake / "tables" / "bitext")).where(
         "outcome = 'clean' AND corpus = 'pool'").select("row_id", "src", "tgt", "line").collect()
     assert sorted(r["row_id"] for r in rows) == sorted(r.row_id for r in clean)
@@ -117,15 +118,15 @@ def test_every_pool_row_is_in_the_table_once(spark, lake: Path, four_methods: st
                                                   by_id[r["row_id"]].tgt,
                                                   by_id[r["row_id"]].line) for r in rows)
     [stats] = spark.read.parquet(str(lake / "tables" / "select_stats")).where(
-        "run_id = 'four'").collect()
+        "run_id = 'five'").collect()
     assert (stats.input_rows, stats.selected, stats.models) == (len(rows), 150, "medical-v1")
-    assert "selected 150 of" in four_methods
+    assert "selected 150 of" in five_methods
 
 
-def test_models_are_saved_with_a_manifest(lake: Path, four_methods: str) -> None:
+def test_models_are_saved_with_a_manifest(lake: Path, five_methods: str) -> None:
     saved = lake / "models" / "select" / "zh-en" / "medical-v1"
     manifest = json.loads((saved / "manifest.json").read_text())
-    assert sorted(manifest["methods"]) == sorted(METHODS4)
+    assert sorted(manifest["methods"]) == sorted(METHODS5)
     for entry in manifest["methods"].values():
         for names in entry["files"].values():  # a list of names, or one per fold
             flat = [n for x in names for n in (x if isinstance(x, list) else [x])]
@@ -138,16 +139,16 @@ def test_models_are_saved_with_a_manifest(lake: Path, four_methods: str) -> None
 
 
 def test_saved_models_score_the_same_under_other_partitioning(spark, lake: Path,
-                                                              four_methods: str) -> None:
+                                                              five_methods: str) -> None:
     """Reusing the saved models (no training) on another partitioning of the same pool: every
     method's score, the cluster ids and the ranks are the same, bit for bit."""
     done = submit_script(
         REPO / "jobs/select_data.py", "--pair", "zh-en", "--corpus", "pool",
-        "--reuse-models", "medical-v1", *[x for m in METHODS4 for x in ("--method", m)],
+        "--reuse-models", "medical-v1", *[x for m in METHODS5 for x in ("--method", m)],
         "--top-percent", "10", "--lake", str(lake), "--run-id", "reused",
         conf={"spark.sql.shuffle.partitions": "3", "spark.default.parallelism": "3"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    first = {r["row_id"]: r for r in read_selected(spark, lake, "four")}
+    first = {r["row_id"]: r for r in read_selected(spark, lake, "five")}
     again = read_selected(spark, lake, "reused")
     assert len(again) == len(first)
     for r in again:

@@ -7,6 +7,11 @@ GPU:
   exactly as the filter's embed stage calls it (`udfs.embed_scores.score_group`, on groups of
   the stage's size), the encoder's pair path alone (`encode_pairs`), and the per-side path the
   stage used before (`encode` of each side in batches of 256), all in this run.
+- `cross_encoder`: the BERT pair classifier (udfs/cross_encoder_model.py) on an e5-small-shaped
+  encoder (random weights; the real checkpoint is 470 MB, too big to carry): a fine-tune
+  (training/cross_encoder.py, examples/s), then scoring from token ids made before the timed
+  part, as the filter's GPU task gets them (pairs/s, share of the bf16 peak), and the
+  tokenizer's rate on one CPU core.
 - `train`: the real training loop (`training.train.Trainer`, bf16) for Transformer base and
   big at 16k and 64k target tokens a batch; FLOPs of one real batch counted by torch's
   FlopCounterMode; tokens/s from the loop's own log (its first window is warm-up).
@@ -169,6 +174,58 @@ def embed(suite: Suite, peak_tflops: float) -> dict[str, Any]:
     return out
 
 
+E5_SMALL = {"vocab": 250_037, "hidden": 384, "layers": 12, "heads": 12, "ffn": 1536}
+
+
+def cross_encoder(suite: Suite, peak_tflops: float) -> dict[str, Any]:
+    import numpy as np
+
+    from bench.gpu.embed import SMOKE, build_model, sample_pairs, sentence_flops
+    from training.cross_encoder import fine_tune
+    from udfs.cross_encoder_model import CrossEncoder, CrossEncoderCard
+
+    shape = SMOKE if suite.smoke else E5_SMALL
+    n_pairs, n_train = (300, 64) if suite.smoke else (40_000, 20_000)
+    pairs = sample_pairs("zh-en", n_pairs)
+    src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
+    tmp = Path(tempfile.mkdtemp(prefix="gpu-suite-ce-"))
+    build_model(tmp, shape, src + tgt)
+    base, model_dir = str(tmp / "hf"), str(tmp / "ce")
+    examples = [(s, t, i % 2) for i, (s, t) in enumerate(pairs[:n_train])]
+    start = time.perf_counter()
+    fine_tune(examples, base, model_dir, top_layers=max(1, shape["layers"] // 2),
+              device=suite.device)
+    trained = time.perf_counter() - start
+    card = CrossEncoderCard.read(model_dir)
+    card.threshold = 0.5
+    card.write(model_dir)
+    model = CrossEncoder(model_dir, base, suite.device, os.cpu_count() or 1)
+    start = time.perf_counter()
+    flat, offsets = model.tokenize(src, tgt)
+    tokenized = time.perf_counter() - start
+    lengths = np.diff(offsets)
+    params = sum(p.numel() for n, p in model.encoder.named_parameters() if "embeddings" not in n)
+    flops = float(sum(sentence_flops(int(n), shape, params) for n in lengths))
+    model.score_ids(flat[: offsets[min(512, n_pairs)]], offsets[: min(512, n_pairs) + 1])
+    suite.sync()
+    start = time.perf_counter()
+    scores = model.score_ids(flat, offsets)
+    suite.sync()
+    seconds = time.perf_counter() - start
+    share = flops / seconds / 1e12 / peak_tflops if peak_tflops > 0 else float("nan")
+    out = {"pairs": n_pairs, "tokens_per_pair": round(float(lengths.mean()), 1),
+           "encoder_params_M": round(params / 1e6, 1),
+           "fine_tune": {"examples": n_train, "seconds": round(trained, 1),
+                         "examples_per_s": round(n_train / trained, 1)},
+           "tokenize_one_core_pairs_per_s": round(n_pairs / tokenized),
+           "score": {"seconds": round(seconds, 2), "pairs_per_s": round(n_pairs / seconds),
+                     "share_of_peak": round(share, 3)},
+           "scores_in_0_1": bool(((scores >= 0) & (scores <= 1)).all())}
+    print(f"cross_encoder: fine-tune {n_train / trained:,.0f} examples/s, score "
+          f"{n_pairs / seconds:,.0f} pairs/s ({share:.1%} of peak)", flush=True)
+    return out
+
+
 STEPS = {"base": 150, "big": 100}  # enough windows of 20 after the warm-up one
 TRAIN_RUNS = "base:16384:new,base:65536:new,big:16384:new,big:65536:new"
 
@@ -296,7 +353,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("gpu_suite.json"))
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU")
-    parser.add_argument("--parts", default="embed,train,ct2")
+    parser.add_argument("--parts", default="embed,cross_encoder,train,ct2")
     parser.add_argument("--train-runs", default=TRAIN_RUNS,
                         help="model:max_tokens:loop,... (loop: new, or old after a new)")
     parser.add_argument("--old-train", type=Path, help="an older training/train.py (loop old)")
@@ -311,6 +368,8 @@ def main() -> None:
     parts = args.parts.split(",")
     if "embed" in parts:
         suite.part("embed", lambda: embed(suite, top))
+    if "cross_encoder" in parts:
+        suite.part("cross_encoder", lambda: cross_encoder(suite, top))
     if "train" in parts:
         suite.part("train", lambda: train(suite, top))
     if "ct2" in parts:

@@ -259,6 +259,17 @@ class PairScoreConf(Strict):
     _model = field_validator("model")(classmethod(lambda cls, v: path_name("pair_score.model", v)))
 
 
+class CrossEncoderConf(Strict):
+    """A fine-tuned cross-encoder's probability that a pair is a valid translation
+    (udfs/cross_encoder.py; jobs/train_cross_encoder.py trains one)."""
+
+    enabled: bool
+    model: str  # a model directory: the adapter, the head and cross_encoder.json
+    base: str  # the BERT-class checkpoint directory it was trained on
+    min_score: float | None = Field(None, ge=0, le=1)  # None: the model's own threshold
+    device: Literal["auto", "cpu", "cuda"]
+
+
 class Cut(Strict):
     """A decision on a stored score (jobs/filtering/cuts.py): the worst `drop` share of the
     scored rows, or the rows outside [`min`, `max`]."""
@@ -296,6 +307,7 @@ class FilterConfig(JobConfig):
     align: AlignConf  # no code default: min_train_pairs comes from conf/defaults.yaml
     embedding: EmbeddingConf
     pair_score: PairScoreConf
+    cross_encoder: CrossEncoderConf
     cuts: list[Cut] = Field(default_factory=list)  # after the pair scorers, in order
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: pair_form(v)))
@@ -417,6 +429,8 @@ BEFORE_THEY_EXISTED: dict = {
     "pair_score": {"decides_alone": False, "fit_to_run": False, "fit_min_rows": 200,
                    "english_lm": None},
     "embedding": {"auto": []},  # its encoder was named: nothing to choose from
+    "cross_encoder": {"enabled": False, "model": "conf/cross_encoder/paracrawl-e5-small",
+                      "base": "models/e5-small-hf", "min_score": None, "device": "auto"},
 }
 
 

@@ -17,7 +17,7 @@ import argparse
 
 from jobs.filtering.config import FilterConfig, load_config
 from jobs.filtering.pair_score_stage import pin_pair_score_model
-from jobs.filtering.pair_scores import check_aligner
+from jobs.filtering.pair_scores import check_aligner, check_cross_encoder
 from jobs.filtering.redecide import redecide
 from jobs.filtering.run import FilterRun
 from jobs.kit.cli import add_config, add_input_table, add_lake, add_run_id, job_parser, lake_extra
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if any(inp.format == "table" for inp in cfg.inputs):
         lake.ready()
     pin_pair_score_model(cfg, lake)  # a missing model fails before any work
+    check_cross_encoder(cfg)
     inputs = [inp.model_dump() for inp in cfg.inputs]
     check_aligner(lake, cfg)  # a missing align.reference fails here, before the run starts
     job = FilterRun(spark, lake, cfg, run_id)

@@ -7,17 +7,21 @@ rejects the rows under its threshold with its own stage and rule name.
 
 from __future__ import annotations
 
+import os
+
 from pyspark.resource import ResourceProfile, ResourceProfileBuilder, TaskResourceRequests
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
-from jobs.filtering.scorer_rules import scorer_rules
+from jobs.filtering.scorer_rules import model_threshold, scorer_rules
 from jobs.filtering.stages import alive, reject_where
+from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
 from jobs.kit.sampling import first_by_key
-from jobs.lake.models import AlignerStore
+from jobs.lake.models import AlignerStore, on_this_machine
 from jobs.lake.store import Lake
+from udfs.paths import is_local_path
 
 
 def training_sample(df: DataFrame, n: int, seed: int = 13,
@@ -140,5 +144,33 @@ def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     conf = dict(df.sparkSession.sparkContext.getConf().getAll())
     df = add_embedding_scores(df, spec, alive(), emb.margin_k, embed_profile(conf))
     for unit in scorer_rules(cfg, "embed"):  # the cosine, then the margin where it has one
+        df = reject_where(df, unit.failing(cfg), unit.stage, unit.rule)
+    return df
+
+
+def check_cross_encoder(cfg: FilterConfig) -> None:
+    """Before any work: a cross-encoder model or base that is not there, or a model without a
+    threshold where the config sets none, is one config error."""
+    ce = cfg.cross_encoder
+    if not ce.enabled:
+        return
+    if ce.min_score is None:
+        model_threshold(ce.model)
+    base = on_this_machine(ce.base)
+    if is_local_path(base) and not os.path.isdir(base):
+        raise ConfigError(f"cross_encoder.base {ce.base}: no such checkpoint directory (for "
+                          "e5-small run `make setup`)")
+
+
+def cross_encoder_stage(df: DataFrame, cfg: FilterConfig, model: str, base: str) -> DataFrame:
+    """`model` and `base` are the paths as the executors see them. Scored under the embed
+    stage's GPU profile where executors have GPUs; rejects under the model's threshold (or
+    `cross_encoder.min_score`)."""
+    from udfs.cross_encoder import CrossEncoderSpec, add_cross_encoder_scores
+
+    spec = CrossEncoderSpec(model, base, cfg.cross_encoder.device)
+    conf = dict(df.sparkSession.sparkContext.getConf().getAll())
+    df = add_cross_encoder_scores(df, spec, alive(), embed_profile(conf))
+    for unit in scorer_rules(cfg, "cross_encoder"):
         df = reject_where(df, unit.failing(cfg), unit.stage, unit.rule)
     return df

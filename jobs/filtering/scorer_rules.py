@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
+from jobs.kit.errors import ConfigError
+from jobs.lake.models import on_this_machine
+from udfs.cross_encoder_model import CrossEncoderCard
 
 # (config key, value) of a threshold; value None: the scorer's model decides (pair_score).
 Setting = tuple[str, float | None]
@@ -86,6 +90,27 @@ def _lm_applies(side: int) -> Callable[[FilterConfig], bool]:
                         and _lm(side)(cfg)[1] is not None)
 
 
+def _cross_encoder(cfg: FilterConfig) -> Setting:
+    ce = cfg.cross_encoder
+    if ce.min_score is not None:
+        return "cross_encoder.min_score", ce.min_score
+    return f"cross_encoder.model {ce.model} (its threshold)", model_threshold(ce.model)
+
+
+@cache
+def model_threshold(model: str) -> float:
+    """A cross-encoder model's own threshold, read from its card on the driver: a missing
+    model is a config error (the filter job asks before it reads a file)."""
+    try:
+        card = CrossEncoderCard.read(on_this_machine(model))
+    except FileNotFoundError as err:
+        raise ConfigError(f"cross_encoder.model: {err}") from None
+    if card.threshold is None:
+        raise ConfigError(f"cross_encoder.model {model}: its card has no threshold; set "
+                          "cross_encoder.min_score")
+    return card.threshold
+
+
 def _pair_score(cfg: FilterConfig) -> Setting:
     return "pair_score.min_score", cfg.pair_score.min_score
 
@@ -104,6 +129,9 @@ SCORER_RULES: tuple[ScorerRule, ...] = (
                 "embedding.encoders.*.min_cosine_by_pair*")),
     ScorerRule("embedding", "embed", "embed_margin", "embed_margin", _margin_applies, _margin,
                ("embedding.encoders.*.min_margin",)),
+    ScorerRule("cross_encoder", "cross_encoder", "cross_encoder", "cross_encoder",
+               lambda cfg: cfg.cross_encoder.enabled, _cross_encoder,
+               ("cross_encoder.min_score",)),
     ScorerRule("pair_score", "pair_score", "pair_score", "pair_score",
                lambda cfg: cfg.pair_score.enabled, _pair_score,
                ("pair_score.enabled", "pair_score.min_score", "pair_score.decides_alone",

@@ -27,7 +27,12 @@ from jobs.filtering.pair_score_stage import (
     pair_score_stage,
     with_english_lm,
 )
-from jobs.filtering.pair_scores import align_stage, choose_aligner, embed_stage
+from jobs.filtering.pair_scores import (
+    align_stage,
+    choose_aligner,
+    cross_encoder_stage,
+    embed_stage,
+)
 from jobs.filtering.scorer_rules import scorer_rules
 from jobs.filtering.stages import (
     INGEST_ERRORS,
@@ -272,6 +277,20 @@ class Embed(ScorerStage):
         return embed_stage(rows, cfg, model)
 
 
+class CrossEncoder(ScorerStage):
+    """A fine-tuned cross-encoder reads each pair as one sequence (udfs/cross_encoder.py)."""
+
+    name, shows = "cross_encoder", "cross-encoder"
+    section = "cross_encoder"
+
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
+        ce = run.cfg.cross_encoder
+        log(f"cross-encoder (model {ce.model} on {ce.base})")
+        model = for_executors(run.spark, ce.model, "cross_encoder.model")
+        base = for_executors(run.spark, ce.base, "cross_encoder.base")
+        return cross_encoder_stage(rows, run.cfg, model, base)
+
+
 class EnglishFluency(Stage):
     """The English side's score under `pair_score.english_lm` (udfs/side_lm.py), a feature of
     the shipped pair_score models; one pass, staged with the scorers before pair_score."""
@@ -320,7 +339,7 @@ class Cuts(Stage):
 
 
 STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), NearDup(), Lm(), Align(),
-                             Embed(), EnglishFluency(), PairScore(), Cuts())
+                             Embed(), CrossEncoder(), EnglishFluency(), PairScore(), Cuts())
 
 
 def stages_from(name: str) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.filtering.pair_score_stage import pair_score_model
+from jobs.filtering.pair_scores import check_cross_encoder
 from jobs.filtering.run import FilterRun
 from jobs.filtering.stages import dedup, with_dedup_keys
 from jobs.kit.cli import add_config, add_lake, add_run_id, lake_extra
@@ -200,6 +201,7 @@ def refresh(spark: SparkSession, lake: Lake, cfg: RefreshConfig, run_id: str, fu
     # manifest row keeps, and a pinned one would refilter every file whenever a model is saved.
     if cfg.pair_score.enabled:
         pair_score_model(cfg, lake)
+    check_cross_encoder(cfg)
     listed = list_sources(spark, cfg) or []
     manifest = read_manifest(spark, cfg.lake.database, cfg.key)
     plan = plan_refresh(listed, manifest, cfg.filter_hash(), cfg.refresh.missing_files,

@@ -35,10 +35,11 @@ HIST_BINS = 40  # bins of a histogram (integer scores of a small range: one bin 
 CLIP = (0.005, 0.995)  # quantiles a histogram's range spans; values beyond go in its edge bins
 SAMPLES = 10  # sample pairs per rule and per threshold
 TOP_VALUES = 10  # most frequent values shown of a text score (url_email_html, src_lang)
-# Scores the pair scorers store (jobs/filtering/steps.py: the lm, align, embed, english_lm and
-# pair_score stages), after the rules' own (udfs/rules.py).
+# Scores the pair scorers store (jobs/filtering/steps.py: the lm, align, embed, cross_encoder,
+# english_lm and pair_score stages), after the rules' own (udfs/rules.py).
 SCORER_COLUMNS = ("lm_src", "lm_tgt", "align_fwd_logprob", "align_rev_logprob",
-                  "align_coverage", "embed_cosine", "embed_margin", "english_lm", "pair_score")
+                  "align_coverage", "embed_cosine", "embed_margin", "cross_encoder",
+                  "english_lm", "pair_score")
 NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
            T.DecimalType, T.BooleanType)
 INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)

@@ -79,6 +79,16 @@ class FasttextDomainConf(Strict):
     seed: int
 
 
+class BertDomainConf(Strict):
+    base: str  # a BERT-class checkpoint directory (udfs/bert.py)
+    pool_ratio: float = Field(gt=0)
+    pool_max: int = Field(gt=0)
+    seed_max: int = Field(gt=0)
+    layers: int = Field(ge=1)
+    epochs: int = Field(ge=1)
+    max_length: int = Field(ge=8, le=512)
+
+
 class EmbeddingKnnConf(Strict):
     k: int = Field(gt=0)
     sides: Literal["src", "tgt", "both"]
@@ -130,6 +140,7 @@ class SelectConfig(JobConfig):
     langid_model: str
     moore_lewis: MooreLewisConf
     fasttext_domain: FasttextDomainConf
+    bert_domain: BertDomainConf
     embedding_knn: EmbeddingKnnConf
     lm_fluency: LmFluencyConf
     kmeans_domains: KmeansConf

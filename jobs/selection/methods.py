@@ -19,6 +19,7 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.filtering.pair_scores import embed_profile
 from jobs.kit.progress import log, stage
 from jobs.kit.sampling import first_by_hash
 from jobs.lake.models import for_executors, on_this_machine
@@ -26,6 +27,8 @@ from jobs.lake.store import Lake
 from jobs.selection.config import SelectConfig
 from jobs.selection.seed import Seed
 from jobs.selection.units import METHODS, UNITS
+from training.cross_encoder import fine_tune
+from udfs.domain_bert import DomainBertSpec, domain_bert_scores
 from udfs.domain_embed import GROUP_COL, GROUP_ROWS, ORDER_COL, EmbedSpec, embed_group, row_vectors
 from udfs.domain_fasttext import classifier_scorer, features, train_classifier
 from udfs.domain_lm import SCORE_SCHEMA, LmSpec, lm_scorer
@@ -309,7 +312,45 @@ class KmeansDomains:
         )
 
 
+class BertDomain:
+    name = "bert_domain"
+
+    def train(self, ctx: Context) -> dict:
+        cfg, seed = ctx.cfg.bert_domain, ctx.seed
+        assert seed is not None
+        base = on_this_machine(cfg.base)
+        positives = list(zip(*seed.sides, strict=True))[: cfg.seed_max]
+        n = min(cfg.pool_max, max(1, math.ceil(cfg.pool_ratio * len(positives))))
+        names, negatives = [], []
+        for fold in FOLDS:
+            rows = ctx.pool_sample(n, fold)
+            examples = [(*_as_pair(r), label) for label, part in ((1, positives), (0, rows))
+                        for r in part]
+            name = f"bert_domain.fold{fold}"
+            with stage(ctx.spark, "select", f"fine-tune bert_domain fold {fold}"):
+                fine_tune(examples, base, os.path.join(ctx.work, name), top_layers=cfg.layers,
+                          epochs=cfg.epochs, max_length=cfg.max_length, log=log)
+            names.append(name)
+            negatives.append(len(rows))
+        log(f"bert_domain: fine-tuned on {len(positives):,} seed rows against "
+            f"{' + '.join(map(str, negatives))} pool rows (two folds)")
+        return {"files": {"classifier": names}, "negatives": negatives, "base": cfg.base}
+
+    def score(self, ctx: Context, entry: dict) -> DataFrame:
+        cfg = ctx.cfg.bert_domain
+        spec = DomainBertSpec(
+            models=tuple(ctx.model_path(name) for name in entry["files"]["classifier"]),
+            base=for_executors(ctx.spark, entry["base"], "bert_domain.base"),
+            sides=tuple(ctx.cfg.sides), max_length=cfg.max_length, device=ctx.cfg.device)
+        conf = dict(ctx.spark.sparkContext.getConf().getAll())
+        return domain_bert_scores(ctx.pool, spec, ctx.pool_rows, embed_profile(conf))
+
+
+def _as_pair(row: tuple[str, ...]) -> tuple[str, str | None]:
+    return (row[0], row[1]) if len(row) > 1 else (row[0], None)
+
+
 # The code of each selection unit (jobs/selection/units.py), by its name.
 METHOD_CLASSES = {c.name: c for c in (MooreLewis, FasttextDomain, EmbeddingKnn, LmFluency,
-                                       KmeansDomains)}
+                                       KmeansDomains, BertDomain)}
 assert set(METHOD_CLASSES) == set(METHODS), "each selection unit has its class"

@@ -31,6 +31,8 @@ UNITS: tuple[MethodUnit, ...] = (
                mono_only=True),
     # DiDi WMT20: KMeans clusters on sentence embeddings, the seed's clusters selected
     MethodUnit("kmeans_domains", lower_is_better=False, own_cut=True, uses_encoder=True),
+    # DiDi WMT20: a fine-tuned BERT classifier's in-domain probability (udfs/domain_bert.py)
+    MethodUnit("bert_domain", lower_is_better=False),
 )
 BY_NAME = {unit.name: unit for unit in UNITS}
 METHODS = tuple(BY_NAME)
