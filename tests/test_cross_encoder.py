@@ -87,8 +87,8 @@ def test_a_missing_model_fails_before_any_work(spark, crawl: Path, tmp_path, cap
     from jobs.filtering.job import main
 
     lake = tmp_path / "lake"
-    assert main(["--pair", "is-en", "--input", str(crawl), "--lake", str(lake),
-                 "--set", "cross_encoder.enabled=true",
+    assert main(["--pair", "is-en", "--input", str(crawl), "--corpus", "crawl",
+                 "--lake", str(lake), "--set", "cross_encoder.enabled=true",
                  "--set", f"cross_encoder.model={tmp_path / 'nothing'}"]) == 2
     err = capsys.readouterr().err
     assert "cross_encoder.model" in err and "nothing" in err

@@ -6,7 +6,9 @@ says which stage ran under which profile, and the embed stage's tasks fail loudl
 gives them no GPU (udfs/embed.py `score_partition`), so the run succeeding means each got
 one. The encoder (USE, numpy) computes on the CPU whatever it is given. The run has the
 learned pair_score on as well (the model shipped for USE, with English fluency): the English
-LM reaches the executors as the job ships it, and pair_score decides every row it scores."""
+LM reaches the executors as the job ships it, and pair_score decides every row it scores. And
+the cross-encoder (the shipped model on the e5-small checkpoint, computing on the CPU): its
+tokenizing UDF runs in a CPU stage, its scoring (`mapInArrow`) under the GPU profile."""
 
 from __future__ import annotations
 
@@ -17,14 +19,20 @@ import pytest
 from integration_helpers import JIT_OPTS, read_lake, submit_to
 
 from jobs.filtering.pair_scores import embed_profile
+from udfs.cross_encoder_model import CrossEncoderCard
 
 pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parent / "data"
+SHIPPED_CROSS_ENCODER = DATA.parent.parent / "conf" / "cross_encoder" / "paracrawl-e5-small"
 
 
 def events(log_dir: Path) -> list[dict]:
     (log,) = [p for p in log_dir.iterdir() if p.is_file()]
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def scope(stage: dict) -> str:
+    return " ".join(str(r.get("Scope")) for r in stage["RDD Info"])
 
 
 def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
@@ -46,6 +54,7 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
         standalone.url, "filter", "--pair", "zh-en", "--corpus", "tatoeba", "--input",
         str(DATA / "tatoeba-zh-en.zh"), str(DATA / "tatoeba-zh-en.en"), "--lake", str(lake),
         "--set", "embedding.enabled=true", "--set", "pair_score.enabled=true",
+        "--set", "cross_encoder.enabled=true", "--set", "cross_encoder.device=cpu",
         spark_args=spark_args)
     assert done.returncode == 0, done.stderr[-4000:]
 
@@ -54,11 +63,15 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
                 if e["Event"] == "SparkListenerResourceProfileAdded"}
     gpu_profiles = {pid for pid, e in profiles.items()
                     if e["Task Resource Requests"].get("gpu", {}).get("Amount") == 1.0}
-    assert len(gpu_profiles) == 1, profiles
+    assert 1 <= len(gpu_profiles) <= 2, profiles  # the embed and cross-encoder stages
     stages = [e["Stage Info"] for e in log if e["Event"] == "SparkListenerStageSubmitted"]
     on_gpu = [s for s in stages if s["Resource Profile Id"] in gpu_profiles]
-    scopes = [" ".join(str(r.get("Scope")) for r in s["RDD Info"]) for s in on_gpu]
-    assert on_gpu and all('"name":"MapInPandas"' in scope for scope in scopes), scopes
+    scored_by = {name: [s for s in on_gpu if f'"name":"{name}"' in scope(s)]
+                 for name in ("MapInPandas", "MapInArrow")}
+    assert scored_by["MapInPandas"] and scored_by["MapInArrow"], [scope(s) for s in on_gpu]
+    assert len(on_gpu) == len(scored_by["MapInPandas"]) + len(scored_by["MapInArrow"])
+    tokenizing = [s for s in stages if '"name":"ArrowEvalPython"' in scope(s)]
+    assert tokenizing and not set(map(id, tokenizing)) & set(map(id, on_gpu))
     assert len(on_gpu) < len(stages)  # the CPU stages: the default profile, no GPU
     assert {s["Resource Profile Id"] for s in stages} - gpu_profiles == {0}
 
@@ -68,13 +81,21 @@ def test_the_embed_stage_takes_whole_gpus_and_the_cpu_stages_none(standalone,
     assert scored == clean > 1000
     # pair_score, from the embedding cosine and the English LM scored on the executors: on
     # every row the rules kept, and the only judge of them (its threshold stored per row).
+    # The cross-encoder scores every row the embed stage did, and rejects by its model's
+    # threshold before pair_score reads the rest.
+    threshold = CrossEncoderCard.read(str(SHIPPED_CROSS_ENCODER)).threshold
     rows = read_lake(lake, {"judged": (
         "SELECT count(pair_score), count(english_lm), count(pair_score_threshold), "
         "count_if(reject_rule = 'pair_score'), "
         "count_if(reject_rule = 'pair_score') = count_if(pair_score < pair_score_threshold), "
-        "count_if(reject_rule IN ('embed_cosine', 'embed_margin')) FROM sluice.bitext")})
-    ((judged, fluency, thresholds, cut, cut_by_threshold, cut_by_embedding),) = rows["judged"]
-    assert judged == fluency == thresholds >= scored
+        "count_if(reject_rule IN ('embed_cosine', 'embed_margin')), "
+        "count(embed_cosine), count(cross_encoder), count_if(reject_rule = 'cross_encoder'), "
+        f"count_if(reject_rule = 'cross_encoder') = count_if(cross_encoder < {threshold}) "
+        "FROM sluice.bitext")})
+    ((judged, fluency, thresholds, cut, cut_by_threshold, cut_by_embedding, embedded,
+      crossed, cross_cut, cut_by_cross_threshold),) = rows["judged"]
+    assert crossed == embedded >= scored and cut_by_cross_threshold is True
+    assert judged == fluency == thresholds == crossed - cross_cut
     assert 0 < cut <= judged - clean and cut_by_threshold is True
     assert cut_by_embedding == 0
 

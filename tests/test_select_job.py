@@ -4,8 +4,8 @@ docs/testing.md), on a real multi-domain slice
 pairs each) with a medical seed held apart from the pool (another 120 TICO-19 pairs).
 
 One bitext run trains and scores with five methods combined (two of them, DiDi's clusters and
-its BERT classifier, on the e5-small checkpoint `make setup` writes); each method's own score must put
-the medical pairs on top, and so must the combination. A second run scores with the saved
+its BERT classifier, on the e5-small checkpoint `make setup` writes); each method's own score
+must put the medical pairs on top, and so must the combination. A second run scores with the saved
 models on another partitioning: the same scores. A monolingual run checks LM fluency. Bad
 input and the parts that need no spark-submit: tests/test_select_units.py."""
 

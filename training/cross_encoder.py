@@ -25,6 +25,7 @@ from udfs.bert import load_tokenizer, pad_rows, to_device, token_ids
 from udfs.cross_encoder_model import (
     ADAPTER_DIR,
     HEAD_FILE,
+    SIDES_WEIGHT,
     CrossEncoderCard,
     adapter_config,
     cnn_head,
@@ -55,10 +56,12 @@ def batches(lengths: np.ndarray, rng: random.Random, batch: int = BATCH) -> list
 def fine_tune(examples: Sequence[Example], base_dir: str, out_dir: str, *,
               top_layers: int = 6, epochs: int = 1, lr: float = 5e-4, max_length: int = 128,
               device: str = "cpu", threads: int = 0, seed: int = 7,
+              sides_weight: float = SIDES_WEIGHT,
               log: Callable[[str], None] = print) -> CrossEncoderCard:
     """Train on `examples` and write the model directory (written whole: a temporary
     directory renamed into place). Returns its card (threshold unset: the caller sets it from
-    held-apart pairs and writes the card again)."""
+    held-apart pairs and writes the card again). `sides_weight`: the head's starting weight on
+    the two sides' cosine (0 for a domain classifier, where alignment says nothing)."""
     import torch
     from peft import get_peft_model
     from safetensors.torch import save_file
@@ -76,7 +79,8 @@ def fine_tune(examples: Sequence[Example], base_dir: str, out_dir: str, *,
                             sep_id=tokenizer.sep_token_id or tokenizer.eos_token_id)
     with quiet_peft():
         encoder = get_peft_model(base, adapter_config(card))
-    head = cnn_head(base.config.hidden_size, card.channels, card.kernel, card.sep_id).to(device)
+    head = cnn_head(base.config.hidden_size, card.channels, card.kernel, card.sep_id,
+                    sides_weight).to(device)
     params = [p for p in encoder.parameters() if p.requires_grad] + list(head.parameters())
     steps = epochs * -(-len(examples) // BATCH)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)

@@ -86,7 +86,8 @@ class CrossEncoderCard:
 SIDES_WEIGHT, SIDES_BIAS = 20.0, -17.0
 
 
-def cnn_head(hidden: int, channels: int, kernel: int, sep_id: int):
+def cnn_head(hidden: int, channels: int, kernel: int, sep_id: int,
+             sides_weight: float = SIDES_WEIGHT):
     import torch
 
     class CnnHead(torch.nn.Module):
@@ -100,9 +101,9 @@ def cnn_head(hidden: int, channels: int, kernel: int, sep_id: int):
             super().__init__()
             self.conv = torch.nn.Conv1d(hidden, channels, kernel, padding=kernel // 2)
             self.out = torch.nn.Linear(channels + 1, 1)
-            with torch.no_grad():
-                self.out.weight[0, -1] = SIDES_WEIGHT
-                self.out.bias.fill_(SIDES_BIAS)
+            with torch.no_grad():  # the starting point; a saved head loads over it
+                self.out.weight[0, -1] = sides_weight
+                self.out.bias.fill_(SIDES_BIAS if sides_weight else 0.0)
 
         def forward(self, states, mask, ids):
             x = torch.relu(self.conv(states.transpose(1, 2)))  # batch, channels, tokens

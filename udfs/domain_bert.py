@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.resource import ResourceProfile
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -68,9 +69,8 @@ def score_groups(spec: DomainBertSpec
         models = [load_cross_encoder(m, spec.base, device, task_cpus()) for m in spec.models]
         table = table.sort_by([(_GROUP, "ascending"), ("row_id", "ascending")])
         empty = np.logical_or.reduce([
-            pa.compute.fill_null(pa.compute.equal(
-                pa.compute.utf8_trim_whitespace(table.column(s)), ""), True).to_numpy(
-                zero_copy_only=False) for s in spec.sides])
+            pc.fill_null(pc.equal(pc.utf8_trim_whitespace(table.column(s)), ""), True)
+            .to_numpy(zero_copy_only=False) for s in spec.sides])
         folds = table.column("fold").to_numpy()
         ids = table.column(_IDS).combine_chunks()
         flat, offsets = np.asarray(ids.values), np.asarray(ids.offsets)

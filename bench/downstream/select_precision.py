@@ -220,7 +220,7 @@ def top_domains(values: list[tuple[float | None, str]], n: int, lower_better: bo
     return dict(Counter(d for _, _, d in keyed[:n]).most_common())
 
 
-def evaluate(lake: Path, pair: str, run_id: str, target: str) -> dict:
+def evaluate(lake: Path, pair: str, run_id: str, target: str, methods: list[str]) -> dict:
     domain_of = clean_domains(lake, pair)
     rows = selected_rows(lake, pair, run_id)
     if len(rows) != len(domain_of):
@@ -228,7 +228,7 @@ def evaluate(lake: Path, pair: str, run_id: str, target: str) -> dict:
     n = sum(d == target for d in domain_of.values())
     result: dict = {"n": n, "pool": len(rows), "random": n / len(rows), "methods": {},
                     "top_domains": {}}
-    for m in METHODS:
+    for m in methods:
         low = m in LOWER_IS_BETTER
         values = [(scores.get(m), domain_of[rid]) for rid, scores, _ in rows]
         result["methods"][m] = precision_at([(v, d == target) for v, d in values], n, low)
@@ -253,8 +253,11 @@ def main() -> None:
     p.add_argument("--work", default="/tmp/sluice-select-precision",
                    help="data, lakes and job logs (emptied per pair)")
     p.add_argument("--master", default="local[2]")
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help="comma-separated bitext methods (bert_domain: the BERT classifier)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
+    methods = args.methods.split(",")
     pairs = args.pairs.split(",")
     targets = args.targets.split(",")
     bad = [q for q in pairs if q.count("-") != 1 or not q.endswith("-en")]
@@ -283,10 +286,10 @@ def main() -> None:
             seed = [str(data / f"data/seed-{target}.{lang}") for lang in (x, "en")]
             select_s = submit("select", [
                 "--pair", pair, "--corpus", "pool", "--seed", *seed,
-                *[a for m in METHODS for a in ("--method", m)], "--top", str(n),
+                *[a for m in methods for a in ("--method", m)], "--top", str(n),
                 "--lake", str(lake), "--run-id", run_id,
             ], data / f"select-{target}.log", args.master)
-            res = evaluate(lake, pair, run_id, target)
+            res = evaluate(lake, pair, run_id, target, methods)
             res |= {"pair": pair, "target": target, "select_s": round(select_s, 1),
                     "filter_s": round(filter_s, 1),
                     "seed": facts["domains"][target]["seed"], "facts": facts}
@@ -294,7 +297,7 @@ def main() -> None:
             print(f"{pair} {target}: N {n}, select {select_s:.0f} s, combined "
                   f"{res['methods']['combined']:.3f}", flush=True)
     results["total_s"] = round(time.monotonic() - started, 1)
-    cols = ["random", *METHODS, "combined"]
+    cols = ["random", *methods, "combined"]
     print(f"\n| pair | target | seed | pool | N | {' | '.join(cols)} |")
     print("|---|---|---|---|---|" + "---|" * len(cols))
     for r in results["runs"]:

@@ -8,9 +8,10 @@ ones (`--labelled`, `src<TAB>tgt<TAB>label` lines as jobs/train_pair_score.py re
 valid, 1, good, yes, true is valid, any other label bad). Negatives are the labelled bad pairs
 and two made negatives a positive: a misaligned one, and one of the other kinds in turn
 (truncated, wrong language, copied, half translated, a span dropped, a fuzzy match, a
-sentence too many: jobs/filtering/pair_score_model.py `negatives`). A fifth of the pairs (by a hash of their text) is held apart:
-the model's threshold is the score that keeps 95% of its valid pairs, and its AUCs (valid vs
-made negatives, vs labelled bad pairs, and on `--check`) go into the model's card.
+sentence too many: jobs/filtering/pair_score_model.py `negatives`). A fifth of the pairs
+(by a hash of their text) is held apart: the model's threshold is the score that keeps 95% of
+its valid pairs, and its AUCs (valid vs made negatives, vs labelled bad pairs, and on
+`--check`) go into the model's card.
 
 The base encoder is a BERT-class checkpoint directory (`--base`, default the e5-small one
 `make setup` writes); the model directory holds only the adapter and the head (a few MB), so a
