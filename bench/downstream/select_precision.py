@@ -284,7 +284,7 @@ def main() -> None:
             run_id = f"prec-{target}"
             n = sum(d == target for d in clean_domains(lake, pair).values())
             seed = [str(data / f"data/seed-{target}.{lang}") for lang in (x, "en")]
-            select_s = submit("select", [
+            select_s = submit("select_data", [
                 "--pair", pair, "--corpus", "pool", "--seed", *seed,
                 *[a for m in methods for a in ("--method", m)], "--top", str(n),
                 "--lake", str(lake), "--run-id", run_id,

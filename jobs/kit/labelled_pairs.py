@@ -1,6 +1,7 @@
-"""Pairs a scorer is trained on, read from the user's files: a trusted Moses file pair, and
-human-labelled `src<TAB>tgt<TAB>label` lines (jobs/train_pair_score.py,
-jobs/train_cross_encoder.py). Errors name the file and line."""
+"""Pairs read from the user's files outside Spark: a Moses file pair (a scorer's trusted
+pairs, a mixture's eval sets) and human-labelled `src<TAB>tgt<TAB>label` lines
+(jobs/train_pair_score.py, jobs/train_cross_encoder.py, jobs/mix.py). Errors name the file
+(and the line)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,20 @@ from jobs.kit.errors import InputError
 
 
 def read_moses(src: str, tgt: str) -> list[tuple[str, str]]:
-    """The file pair's lines, in order (empty pairs kept: they mark a document's gaps)."""
+    """The file pair's lines, in order (empty pairs kept: they mark a document's gaps; a
+    byte-order mark dropped); the files must line up."""
     sides = []
     for path in (src, tgt):
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8-sig") as f:
                 sides.append(f.read().splitlines())
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except UnicodeDecodeError as err:
-            raise InputError(f"{path}: not UTF-8 (byte {err.start})") from None
+            raise InputError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
     if len(sides[0]) != len(sides[1]):
-        raise InputError(f"{src} has {len(sides[0])} lines, {tgt} {len(sides[1])}: not a pair")
+        raise InputError(f"{src} has {len(sides[0]):,} lines but {tgt} has {len(sides[1]):,}: "
+                         "not a pair")
     return list(zip(*sides, strict=True))
 
 

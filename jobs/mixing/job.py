@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -33,6 +32,7 @@ from jobs.kit.cli import add_config, add_lake, add_run_id, job_parser, lake_extr
 from jobs.kit.config import check_name, known_pair
 from jobs.kit.errors import ConfigError, ConservationError, InputError
 from jobs.kit.ingest import union_all
+from jobs.kit.labelled_pairs import read_moses
 from jobs.kit.progress import log, stage
 from jobs.lake.runs import job_main, new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, write_staged
@@ -81,17 +81,7 @@ def config_from_args(args: argparse.Namespace) -> MixConfig:
 # -- eval sets -----------------------------------------------------------------------------
 def read_eval_files(src: str, tgt: str) -> list[tuple[int, str, str]]:
     """(line, source, target) of a Moses-style file pair; the files must line up."""
-    sides = []
-    for path in (src, tgt):
-        try:
-            sides.append(Path(path).read_text(encoding="utf-8-sig").splitlines())
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except UnicodeDecodeError as err:
-            raise InputError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
-    if len(sides[0]) != len(sides[1]):
-        raise InputError(f"{src} has {len(sides[0]):,} lines but {tgt} has {len(sides[1]):,}")
-    return [(i, a.strip(), b.strip()) for i, (a, b) in enumerate(zip(*sides, strict=True), 1)]
+    return [(i, a.strip(), b.strip()) for i, (a, b) in enumerate(read_moses(src, tgt), 1)]
 
 
 def eval_frame(spark: SparkSession, name: str, pair: str, role: str,
