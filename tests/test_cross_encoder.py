@@ -143,3 +143,15 @@ def test_the_trainer_refuses_bad_input_in_one_line(tmp_path, capsys) -> None:
         err = capsys.readouterr().err
         assert said in err and err.count("\n") == 1, err
         assert not (tmp_path / "m").exists()
+
+
+def test_a_partition_no_group_hashed_into_scores_nothing() -> None:
+    """More groups than one (a pool over 4,096 rows) leave some partitions of the scoring
+    stage empty: Spark then hands the function no batch at all."""
+    from udfs.cross_encoder import CrossEncoderSpec, score_batches
+    from udfs.domain_bert import DomainBertSpec, score_groups
+
+    spec = CrossEncoderSpec(str(SHIPPED), str(BASE))
+    assert list(score_batches(spec, needs_gpu=False)(iter([]))) == []
+    domain = DomainBertSpec((str(SHIPPED),), str(BASE), ("src", "tgt"), 128)
+    assert list(score_groups(domain)(iter([]))) == []

@@ -56,7 +56,7 @@ def batches(lengths: np.ndarray, rng: random.Random, batch: int = BATCH) -> list
 def fine_tune(examples: Sequence[Example], base_dir: str, out_dir: str, *,
               top_layers: int = 6, epochs: int = 1, lr: float = 5e-4, max_length: int = 128,
               device: str = "cpu", threads: int = 0, seed: int = 7,
-              sides_weight: float = SIDES_WEIGHT,
+              sides_weight: float = SIDES_WEIGHT, what: str = "cross-encoder",
               log: Callable[[str], None] = print) -> CrossEncoderCard:
     """Train on `examples` and write the model directory (written whole: a temporary
     directory renamed into place). Returns its card (threshold unset: the caller sets it from
@@ -109,7 +109,7 @@ def fine_tune(examples: Sequence[Example], base_dir: str, out_dir: str, *,
             seen_loss.append(float(loss.detach()))
             if done % 50 == 0 or done == steps:
                 rate = done * BATCH / (time.monotonic() - started)
-                log(f"cross-encoder: epoch {epoch + 1}, step {done}/{steps}, loss "
+                log(f"{what}: epoch {epoch + 1}, step {done}/{steps}, loss "
                     f"{np.mean(seen_loss[-50:]):.3f}, {rate:.1f} examples/s")
     card.trained_on = {"examples": len(examples), "valid": int(labels.sum()),
                        "epochs": epochs, "lr": lr, "seconds": round(time.monotonic() - started),

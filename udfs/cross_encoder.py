@@ -78,7 +78,10 @@ def score_batches(spec: CrossEncoderSpec, needs_gpu: bool
             raise RuntimeError("cross_encoder stage: this task's resource profile asks for a "
                                "GPU, but Spark assigned it none (check "
                                "spark.executor.resource.gpu.*)")
-        table = pa.Table.from_batches(list(batches))
+        parts = list(batches)
+        if not parts:  # a partition no group hashed into
+            return
+        table = pa.Table.from_batches(parts)
         if table.num_rows == 0:
             return
         device = resolve_device("transformers", spec.device)

@@ -62,7 +62,10 @@ def tokenize(spec: DomainBertSpec):
 def score_groups(spec: DomainBertSpec
                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches))
+        parts = list(batches)
+        if not parts:  # a partition no group hashed into
+            return
+        table = pa.Table.from_batches(parts)
         if table.num_rows == 0:
             return
         device = resolve_device("transformers", spec.device)

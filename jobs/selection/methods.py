@@ -330,7 +330,7 @@ class BertDomain:
             with stage(ctx.spark, "select", f"fine-tune bert_domain fold {fold}"):
                 fine_tune(examples, base, os.path.join(ctx.work, name), top_layers=cfg.layers,
                           epochs=cfg.epochs, max_length=cfg.max_length, sides_weight=0.0,
-                          log=log)
+                          what=f"bert_domain fold {fold}", log=log)
             names.append(name)
             negatives.append(len(rows))
         log(f"bert_domain: fine-tuned on {len(positives):,} seed rows against "
