@@ -21,8 +21,7 @@ def read_moses(src: str, tgt: str) -> list[tuple[str, str]]:
         except UnicodeDecodeError as err:
             raise InputError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
     if len(sides[0]) != len(sides[1]):
-        raise InputError(f"{src} has {len(sides[0]):,} lines but {tgt} has {len(sides[1]):,}: "
-                         "not a pair")
+        raise InputError(f"{src} has {len(sides[0])} lines, {tgt} {len(sides[1])}: not a pair")
     return list(zip(*sides, strict=True))
 
 
