@@ -68,6 +68,14 @@ def tokenizer_udf(spec: CrossEncoderSpec) -> Callable[[Column, Column], Column]:
     return tokenize
 
 
+def partition_table(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """A mapInArrow partition as one table; None when it holds no row (a partition no group
+    hashed into is handed no batch at all)."""
+    parts = list(batches)
+    table = pa.Table.from_batches(parts) if parts else None
+    return table if table is not None and table.num_rows else None
+
+
 def score_batches(spec: CrossEncoderSpec, needs_gpu: bool
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function: a partition holds whole groups; each is scored in its own
@@ -78,11 +86,8 @@ def score_batches(spec: CrossEncoderSpec, needs_gpu: bool
             raise RuntimeError("cross_encoder stage: this task's resource profile asks for a "
                                "GPU, but Spark assigned it none (check "
                                "spark.executor.resource.gpu.*)")
-        parts = list(batches)
-        if not parts:  # a partition no group hashed into
-            return
-        table = pa.Table.from_batches(parts)
-        if table.num_rows == 0:
+        table = partition_table(batches)
+        if table is None:
             return
         device = resolve_device("transformers", spec.device)
         model = load_cross_encoder(spec.model, spec.base, device, task_cpus())

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType
 
 from udfs.bert import load_tokenizer, token_ids
+from udfs.cross_encoder import partition_table
 from udfs.cross_encoder_model import load_cross_encoder
 from udfs.encoders import resolve_device
 from udfs.task import task_cpus
@@ -62,11 +63,8 @@ def tokenize(spec: DomainBertSpec):
 def score_groups(spec: DomainBertSpec
                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        parts = list(batches)
-        if not parts:  # a partition no group hashed into
-            return
-        table = pa.Table.from_batches(parts)
-        if table.num_rows == 0:
+        table = partition_table(batches)
+        if table is None:
             return
         device = resolve_device("transformers", spec.device)
         models = [load_cross_encoder(m, spec.base, device, task_cpus()) for m in spec.models]
