@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -111,3 +112,48 @@ def test_monolingual_parquet_and_text_inputs(spark, tmp_path: Path, data_dir: Pa
     with pytest.raises(InputError, match="not for monolingual"):
         read_input(spark, InputConf(corpus="m", paths=[str(text), str(text)], format="moses"),
                    "en", 100_000, mono=True)
+
+
+def test_crawl_urls_are_kept_with_their_website(spark, tmp_path: Path, data_dir: Path) -> None:
+    """ParaCrawl's `url1 url2 src tgt label` rows, read the way the README says: the URLs
+    stored beside the pair, the registrable domain as `host`, the label kept in `extra`;
+    a value that is not a URL has a null host and its row is kept."""
+    from publicsuffixlist import PublicSuffixList
+
+    crawl = (data_dir / "crawl/urls/en-hr.tsv").read_text(encoding="utf-8").splitlines()
+    odd = [("not a url", "", "A line of text.", "Redak teksta.", "V"),
+           ("http://", "https://hr.example.co.uk/a", "Second line.", "Drugi redak.", "V"),
+           ("www.Example.COM./page?x=1", "", "Third line.", "Treći redak.", "V")]
+    path = tmp_path / "crawl.tsv"
+    path.write_text("\n".join(crawl + ["\t".join(r) for r in odd] + ["only\tthree\tfields"])
+                    + "\n", encoding="utf-8")
+    inp = InputConf(corpus="crawl", paths=[str(path)],
+                    columns=["src_url", "tgt_url", "src", "tgt", "label"])
+    got = read_input(spark, inp, "en-hr", 100_000).orderBy("line").collect()
+
+    assert len(got) == len(crawl) + len(odd) + 1  # every line a row
+    psl = PublicSuffixList()
+    for row, line in zip(got, crawl, strict=False):
+        url1, url2, en, hr, label = line.split("\t")
+        assert (row.src_url, row.tgt_url, row.src, row.tgt, row.extra) == (
+            url1, url2, en, hr, [label])
+        name = urlsplit(url1 if "//" in url1 else "//" + url1).hostname
+        assert row.host == psl.privatesuffix(name) and row.ingest_error is None
+    hosts = {r.host for r in got[:len(crawl)]}
+    assert {"stroifaq.com", "europa.eu"} <= hosts  # europarl.europa.eu is europa.eu's
+    not_url, no_host, bare = got[len(crawl):len(crawl) + 3]
+    assert not_url.host is None and not_url.src == "A line of text."
+    assert no_host.host == "example.co.uk"  # no host in src_url: tgt_url's
+    assert bare.host == "example.com"
+    short = got[-1]
+    assert short.ingest_error == "malformed_line" and short.src == "only\tthree\tfields"
+    assert short.src_url is None and short.host is None
+
+
+def test_columns_must_name_both_sides() -> None:
+    with pytest.raises(ValueError, match="lacks \\['tgt'\\]"):
+        InputConf(corpus="c", paths=["x.tsv"], columns=["src_url", "tgt_url", "src"])
+    with pytest.raises(ValueError, match="named twice"):
+        InputConf(corpus="c", paths=["x.tsv"], columns=["src", "tgt", "src"])
+    with pytest.raises(ValueError, match="not of format moses"):
+        InputConf(corpus="c", paths=["a", "b"], format="moses", columns=["src", "tgt"])

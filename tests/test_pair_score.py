@@ -302,6 +302,34 @@ def test_capitals_gap_on_real_crawl_pairs(spark) -> None:
     assert [r.swapped for r in got] == [r.gap for r in got]
 
 
+def test_tokenization_artifacts_on_real_tokenized_and_clean_text(spark) -> None:
+    """OpenNMT's Moses-tokenized toy en-de lines (tests/data/ende-toy-escaped.txt), put
+    through the filter's normalization as a run would, keep the tokenizer's marks (`word ,
+    word`, `end .`); Tatoeba's edited English has none; glued sentences and Moses hyphens
+    count, a French space before `:` (its typography) does not."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from udfs.moses_punct import moses_punct_normalize
+    from udfs.normalize import unescape_entities
+    from udfs.tokenization_artifacts import tokenization_artifacts
+
+    toy = [line.split("\t", 1)[1] for line in
+           (DATA / "ende-toy-escaped.txt").read_text(encoding="utf-8").splitlines()]
+    toy_en = [t for t in toy if " , " in t or t.endswith(" .")]
+    clean = (DATA / "tatoeba-zh-en.en").read_text(encoding="utf-8").splitlines()[:400]
+    made = ["Welcome to our shop.Our prices are the lowest in town.",
+            "A state @-@ of @-@ the @-@ art design.", "Il a dit : oui, bien sûr.", None]
+    df = spark.createDataFrame([(t,) for t in toy_en + clean + made], "text string")
+    unescaped = [r.t for r in df.select(unescape_entities(F.col("text")).alias("t")).collect()]
+    normalized = moses_punct_normalize(pa.array(unescaped, pa.string()), "en").to_pylist()
+    counts = [r.n for r in spark.createDataFrame([(t,) for t in normalized], "t string").select(
+        tokenization_artifacts(F.col("t")).alias("n")).collect()]
+    assert len(toy_en) >= 20 and all(n >= 1 for n in counts[:len(toy_en)])
+    assert sum(n > 0 for n in counts[len(toy_en):-len(made)]) <= 2  # of 400 edited lines
+    assert counts[-len(made):] == [1, 3, 0, None]
+
+
 @pytest.mark.integration  # whole training and filter jobs, in this process
 def test_thresholds_fitted_per_corpus_are_stored_and_re_decided_from(spark, trained,
                                                                      tmp_path: Path) -> None:

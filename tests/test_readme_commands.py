@@ -85,6 +85,35 @@ def test_running_the_filter_job_as_printed() -> None:
         shutil.rmtree("/tmp/sluice-examples", ignore_errors=True)
 
 
+def test_crawled_corpora_as_printed(data_dir: Path) -> None:
+    """A crawl's `url1 url2 src tgt label` rows, filtered and queried as the README prints:
+    every row has its URLs, its website counted as the registrable domain."""
+    lines = readme_block("### Crawled corpora")
+    assert len(lines) == 2 and all("--lake /tmp/sluice-crawl" in line for line in lines)
+    shutil.rmtree("/tmp/sluice-crawl", ignore_errors=True)
+    try:
+        done = [subprocess.run(line, shell=True, cwd=REPO, env=BARE_SHELL, capture_output=True,
+                               text=True, timeout=600) for line in lines]
+        for line, ran in zip(lines, done, strict=True):
+            assert ran.returncode == 0, f"{line}\n{ran.stderr[-3000:]}"
+        bitext = ds.dataset("/tmp/sluice-crawl/tables/bitext", partitioning="hive").to_table(
+            columns=["line", "src_url", "tgt_url", "host", "extra"]).to_pylist()
+        crawl = (data_dir / "crawl/urls/en-hr.tsv").read_text(encoding="utf-8").splitlines()
+        assert len(bitext) == len(crawl)
+        for row in bitext:
+            url1, url2, *_, label = crawl[row["line"] - 1].split("\t")
+            assert (row["src_url"], row["tgt_url"], row["extra"]) == (url1, url2, [label])
+        hosts = [row["host"] for row in bitext]
+        printed = {cells[0]: int(cells[1]) for cells in
+                   (tuple(c.strip() for c in line.strip(" │").split("│"))
+                    for line in done[1].stdout.splitlines() if line.count("│") == 4)
+                   if cells[1].isdigit()}
+        assert printed["stroifaq.com"] == hosts.count("stroifaq.com") == 12
+        assert printed["europa.eu"] == hosts.count("europa.eu") == 12  # www.europarl.europa.eu
+    finally:
+        shutil.rmtree("/tmp/sluice-crawl", ignore_errors=True)
+
+
 def test_jobs_and_flags_as_printed() -> None:
     lines = readme_block("### Jobs and flags")
     assert lines[0] == ".venv/bin/sluice" and len(lines) == 2

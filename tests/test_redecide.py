@@ -35,6 +35,11 @@ CONSTRUCTED = [
     "no tab on this line: rejected at ingest, whatever the thresholds",
 ]
 ROWS = "SELECT corpus, line, row_id, reject_rule, dup_of, run_id FROM sluice.bitext"
+# The constructed pairs as a crawl has them (`url1 url2 src tgt`, the input's `columns:`):
+# their URLs and website survive the re-decide; the Moses pair's are null.
+CRAWLED = [f"https://zh.walk.example.com.cn/{i}\thttp://www.walk.example.com.cn/en/{i}\t{line}"
+           for i, line in enumerate(CONSTRUCTED[:-1], 1)] + CONSTRUCTED[-1:]
+URLS = "SELECT corpus, line, src_url, tgt_url, host FROM sluice.bitext ORDER BY corpus, line"
 
 
 def no_scoring_python(work: Path) -> Path:
@@ -62,14 +67,15 @@ def submit(*args: str) -> tuple[float, str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     work = tmp_path_factory.mktemp("redecide")
     tsv = work / "constructed.tsv"
-    tsv.write_text("\n".join(CONSTRUCTED) + "\n", encoding="utf-8")
+    tsv.write_text("\n".join(CRAWLED) + "\n", encoding="utf-8")
     lake, full_lake = work / "lake", work / "lake-full"
 
     def inputs(lake: Path, run_id: str, *sets: str) -> tuple[str, ...]:
         conf = work / f"{run_id}.yaml"
         conf.write_text(
             f"pair: zh-en\nlake: {{root: {lake}}}\ninputs:\n"
-            f"  - {{corpus: constructed, paths: [{tsv}]}}\n"
+            f"  - {{corpus: constructed, paths: [{tsv}], "
+            "columns: [src_url, tgt_url, src, tgt]}\n"
             f"  - {{corpus: tatoeba, paths: [{TATOEBA[0]}, {TATOEBA[1]}]}}\n")
         return ("--config", str(conf), "--run-id", run_id, *sets)
 
@@ -95,6 +101,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "stats": "SELECT run_id, corpus, max(rows_in), sum(rows_rejected) FROM "
                  "sluice.filter_stats GROUP BY 1, 2 ORDER BY 1, 2",
         "clean_view": "SELECT count(*) FROM sluice.bitext_clean",
+        "urls": URLS,
     }
     return dict(redecided=query_lake(lake, queries), full=query_lake(full_lake, {"rows": ROWS}),
                 stdout=done.stdout, lake=lake, out_a=out_a)
@@ -125,6 +132,16 @@ def test_dedup_follows_the_new_decisions(runs) -> None:
     assert by_line[4][1:] == (None, None)
     assert by_line[5][1] == "malformed_line"
     assert walk_copy != walk and run_copy != run_id
+
+
+def test_the_crawl_urls_and_host_survive_the_redecide(runs) -> None:
+    urls = runs["redecided"]["urls"]
+    crawled = [row for row in urls if row[0] == "constructed"]
+    assert [tuple(row[2:]) for row in crawled[:4]] == [
+        (f"https://zh.walk.example.com.cn/{i}", f"http://www.walk.example.com.cn/en/{i}",
+         "example.com.cn") for i in range(1, 5)]
+    assert tuple(crawled[4][2:]) == (None, None, None)  # the malformed line: kept, no URL
+    assert {tuple(row[2:]) for row in urls if row[0] == "tatoeba"} == {(None, None, None)}
 
 
 def test_redecide_is_a_new_committed_run(runs) -> None:
@@ -171,7 +188,7 @@ def aligned(spark, lake_root: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
     work = tmp_path_factory.mktemp("redecide-aligned")
     tsv = work / "constructed.tsv"
-    tsv.write_text("\n".join(CONSTRUCTED) + "\n", encoding="utf-8")
+    tsv.write_text("\n".join(CRAWLED) + "\n", encoding="utf-8")
     lake = lake_root / SCORED_DB
     conf = work / "job.yaml"
     conf.write_text(

@@ -98,13 +98,20 @@ def write(path: Path, lines: list[str]) -> None:
     path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
+def write_crawl(path: Path, lines: list[str], site: str) -> None:
+    """Pairs as a crawl's TSV has them, `url1 url2 src tgt` (the source's `columns:`)."""
+    write(path, [f"https://zh.{site}/p/{i}\thttps://www.{site}/en/p/{i}\t{line}"
+                 for i, line in enumerate(lines)])
+
+
 def config(root: Path, sources: Path, name: str) -> Path:
     path = root / f"{name}.yaml"
     path.write_text(
         f"extends: {REPO}/conf/zh-en.yaml\n"
         f"lake: {{root: {root / name}}}\n"
         "sources:\n"
-        f"  - {{corpus: 'crawl:web', path: {sources}/crawl, format: tsv}}\n"
+        f"  - {{corpus: 'crawl:web', path: {sources}/crawl, format: tsv, "
+        "columns: [src_url, tgt_url, src, tgt]}\n"
         f"  - {{corpus: wmt, path: {sources}/wmt, format: moses}}\n",
         encoding="utf-8")
     return path
@@ -123,7 +130,7 @@ def wait_for_lock(lake: Path, process: subprocess.Popen, timeout: float = 120) -
 def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
     sources = tmp_path / "sources"
     anki = text["anki"]
-    write(sources / "crawl" / "a.tsv", anki[:600])
+    write_crawl(sources / "crawl" / "a.tsv", anki[:600], "site-a.com")
     write(sources / "wmt" / "rel.zh", text["zh"][:400])
     write(sources / "wmt" / "rel.en", text["en"][:400])
     killed, plain = config(tmp_path, sources, "lake"), config(tmp_path, sources, "reference")
@@ -162,7 +169,7 @@ def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
     clean_a = [r for r in rows.values() if r[2].endswith("a.tsv") and r[4] == "clean"]
     repeats = {r[3]: r[0] for r in sorted(clean_a, key=lambda r: r[3])[:40]}  # line -> id
     b_lines = anki[600:900] + [anki[line - 1] for line in repeats] + anki[600:610]
-    write(sources / "crawl" / "b.tsv", b_lines)
+    write_crawl(sources / "crawl" / "b.tsv", b_lines, "site-b.co.uk")
     before_a, before_wmt = inodes(lake, "crawl%3Aweb"), inodes(lake, "wmt")
     kill = dict(spark_env(), SLUICE_KILL_AT="published bitext")
     _, done = alongside(lambda: ok(refresh(plain)), lambda: refresh(killed, env=kill))
@@ -203,7 +210,7 @@ def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
 
     # 4. b.tsv changes (a.tsv is only touched), killed before its commit, then rerun.
     changed = b_lines[:200] + ["新的句子。\tA new sentence."]
-    write(sources / "crawl" / "b.tsv", changed)
+    write_crawl(sources / "crawl" / "b.tsv", changed, "site-b.co.uk")
     os.utime(sources / "crawl" / "a.tsv")
     stopped = refresh(killed, env=dict(spark_env(), SLUICE_KILL_AT="units assembled"))
     assert stopped.returncode != 0
@@ -243,7 +250,12 @@ def test_a_refresh_life(tmp_path: Path, text: dict[str, list[str]]) -> None:
         "clean": "SELECT count(*) FROM sluice.bitext_clean",
         "files": "SELECT count(*), sum(rows) FROM sluice.input_files WHERE status = 'done'",
         "runs": "SELECT run_id FROM sluice.runs WHERE job = 'refresh' AND status = 'running'",
+        "hosts": "SELECT host, count(*), count(src_url), count(tgt_url) FROM sluice.bitext "
+                 "GROUP BY host ORDER BY host",
     })
+    # Every crawled pair has its URLs and website, through every refresh's re-decisions.
+    assert got["hosts"] == [["site-a.com", 600, 600, 600],
+                            ["site-b.co.uk", len(changed), len(changed), len(changed)]]
     assert got["clean"] == [[sum(r[4] == "clean" for r in rows.values())]]
     assert got["files"] == [[2, 600 + len(changed)]] and got["runs"] == []
     assert not list((lake / "runs").iterdir())  # no staged data left behind

@@ -24,6 +24,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from udfs.rules import Row, expected_lang_prob
+from udfs.tokenization_artifacts import tokenization_artifacts
 
 
 def _abs_log_ratio(a: Column, b: Column) -> Column:
@@ -113,6 +114,9 @@ FEATURES: tuple[Feature, ...] = (
     # and machine-translated crawl English reads less like edited text (issue 39's probe,
     # bench/crawl/mt_probe.py). Null on a pair with no English side.
     Feature("english_fluency", ("english_lm",), lambda r: F.col("english_lm"), +1),
+    # Text a tokenizer went through (udfs/tokenization_artifacts.py).
+    Feature("src_tok_artifacts", ("src",), lambda r: tokenization_artifacts(F.col("src")), -1),
+    Feature("tgt_tok_artifacts", ("tgt",), lambda r: tokenization_artifacts(F.col("tgt")), -1),
 )
 BY_NAME = {f.name: f for f in FEATURES}
 

@@ -43,6 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=["auto", "tsv", "moses", "parquet", "text", "table"],
         default="auto",
     )
+    p.add_argument("--columns", nargs="+", metavar="NAME",
+                   help="a TSV --input's fields in order where they are not `src tgt`, e.g. "
+                   "src_url tgt_url src tgt (ParaCrawl, Bitextor): the URLs are stored with "
+                   "each pair, its website as `host`; other names are kept in `extra`")
     add_input_table(p, "a lake table of pairs (src, tgt) or sentences to filter, e.g. "
                     "sluice.synthetic (= --format table --input TABLE)")
     p.add_argument("--where", help="with a table input: a SQL filter on the table's rows")
@@ -69,10 +73,11 @@ def config_from_args(args: argparse.Namespace) -> FilterConfig:
         if not args.corpus:
             raise ConfigError("--input needs --corpus NAME")
         extra["inputs"] = [
-            {"corpus": args.corpus, "paths": args.input, "format": args.format, "where": args.where}
+            {"corpus": args.corpus, "paths": args.input, "format": args.format, "where": args.where,
+             "columns": args.columns}
         ]
-    elif args.corpus:
-        raise ConfigError("--corpus needs --input PATH [PATH]")
+    elif args.corpus or args.columns:
+        raise ConfigError(f"{'--corpus' if args.corpus else '--columns'} needs --input PATH")
     cfg = load_config(args.config, args.set, extra)
     if not cfg.inputs:
         raise ConfigError("no inputs: list them under `inputs:` in the config or pass --input")

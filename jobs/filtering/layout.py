@@ -12,8 +12,10 @@ from pyspark.sql import functions as F
 
 from udfs.rules import monolingual_names
 
-TARGET_COLUMNS = frozenset({"tgt", "file_tgt"})  # a monolingual table has no target side
-MONO_RENAMES = {"pair": "lang", "src": "text"}  # and the scores' names: udfs/rules.py
+TARGET_COLUMNS = ("tgt", "file_tgt", "tgt_url")  # a monolingual table has no target side
+MONO_RENAMES = {"pair": "lang", "src": "text", "src_url": "url"}  # and udfs/rules.py's
+# Columns a lake written before they existed lacks (null there): the crawl's page URLs.
+LATER_COLUMNS = ("src_url", "tgt_url", "host")
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Layout:
         return "lang" if self.mono else "pair"
 
     def outward(self, df: DataFrame) -> DataFrame:
-        """Rows as the tables hold them. Monolingual: no `tgt`/`file_tgt`, `text` for `src`,
+        """Rows as the tables hold them. Monolingual: no target side, `text` for `src`,
         `lang` for `pair`, score columns by their monolingual names (udfs/rules.py)."""
         if not self.mono:
             return df
@@ -52,9 +54,10 @@ class Layout:
 
     def inward(self, df: DataFrame) -> DataFrame:
         """Rows read back from the lake (raw or decided), in the stages' shape."""
-        if not self.mono:
-            return df
-        back = {v: k for k, v in (MONO_RENAMES | monolingual_names()).items()}
-        cols = [F.col(c).alias(back.get(c, c)) for c in df.columns]
         none = F.lit(None).cast("string")
-        return df.select(*cols, none.alias("tgt"), none.alias("file_tgt"))
+        if self.mono:
+            back = {v: k for k, v in (MONO_RENAMES | monolingual_names()).items()}
+            df = df.select(*[F.col(c).alias(back.get(c, c)) for c in df.columns],
+                           *[none.alias(c) for c in TARGET_COLUMNS])
+        missing = [c for c in LATER_COLUMNS if c not in df.columns]
+        return df.select(*df.columns, *[none.alias(c) for c in missing]) if missing else df

@@ -40,7 +40,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig, load_config, stored_filter_config
-from jobs.filtering.layout import MONO_RENAMES, Layout
+from jobs.filtering.layout import Layout
 from jobs.filtering.pair_score_model import load as load_pair_score_model
 from jobs.filtering.pair_score_stage import THRESHOLD_COLUMN, fits
 from jobs.filtering.pair_score_stage import threshold as pair_score_threshold
@@ -53,7 +53,6 @@ from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
 from jobs.lake.runs import new_run_id, open_lake, run_and_commit
 from jobs.lake.store import Flip, Lake, sql_string
-from udfs.rules import monolingual_names
 
 JOB = "redecide"
 # Settings a re-decide may change: thresholds, rule order, dedup, turning a scorer off (and
@@ -133,13 +132,7 @@ def stored_rows(lake: Lake, layout: Layout, cfg: FilterConfig, run_id: str) -> D
     """The run's rows as the stages see them (monolingual columns renamed back)."""
     table = lake.spark.table(lake.qualified(layout.prefix))
     rows = table.where((F.col(layout.key) == cfg.key) & (F.col("run_id") == run_id))
-    rows = rows.drop("run_id", "outcome")
-    if not layout.mono:
-        return rows
-    back = {v: k for k, v in (MONO_RENAMES | monolingual_names()).items()}
-    none = F.lit(None).cast("string")
-    return rows.select(*[F.col(c).alias(back.get(c, c)) for c in rows.columns],
-                       none.alias("tgt"), none.alias("file_tgt"))
+    return layout.inward(rows.drop("run_id", "outcome"))
 
 
 def original_rows_in(lake: Lake, run_id: str) -> dict[tuple[str, str], int]:

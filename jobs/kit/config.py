@@ -188,6 +188,15 @@ class InputConf(Strict):
     # Monolingual text out of a bitext table or Parquet data: the side whose column is read
     # as the text (HW-TSC WMT21 takes monolingual text from the bitext's target side).
     side: Literal["src", "tgt"] | None = None
+    # A TSV's fields in order, where they are not `src tgt`: e.g. ParaCrawl's and Bitextor's
+    # `[src_url, tgt_url, src, tgt]`. src_url/tgt_url are stored with the pair, and its
+    # website as `host`; fields of other names are kept in `extra` (jobs/kit/ingest.py).
+    columns: list[str] | None = None
+
+    @model_validator(mode="after")
+    def columns_name_both_sides(self) -> InputConf:
+        check_tsv_columns(self.corpus, self.format, self.columns)
+        return self
 
     @model_validator(mode="after")
     def where_needs_a_table(self) -> InputConf:
@@ -202,6 +211,22 @@ class InputConf(Strict):
     @classmethod
     def safe_corpus(cls, value: str) -> str:
         return safe_name(value, "corpus name")
+
+
+def check_tsv_columns(corpus: str, fmt: str, columns: list[str] | None) -> None:
+    """An input's `columns:` names a TSV's fields, each once, both sides among them."""
+    if columns is None:
+        return
+    if fmt not in ("auto", "tsv"):
+        raise ValueError(f"corpus {corpus}: `columns` names the fields of a TSV file, not of "
+                         f"format {fmt}")
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:
+        raise ValueError(f"corpus {corpus}: column {twice[0]!r} is named twice")
+    missing = [c for c in ("src", "tgt") if c not in columns]
+    if missing:
+        raise ValueError(f"corpus {corpus}: `columns` lacks {missing}: name the fields that "
+                         "hold the two sides (e.g. [src_url, tgt_url, src, tgt])")
 
 
 class IngestConf(Strict):

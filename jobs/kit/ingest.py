@@ -33,9 +33,17 @@ RAW_COLUMNS = [
     "line",
     "src",
     "tgt",
+    "src_url",
+    "tgt_url",
+    "host",
     "extra",
     "ingest_error",
 ]
+# The page each side was crawled from (ParaCrawl/Bitextor TSV: `url1 url2 src tgt ...`),
+# where the input names them (`columns:` of a TSV input; these columns of Parquet data);
+# `host` is the registrable domain of src_url, else of tgt_url (udfs/hosts.py).
+URL_COLUMNS = ("src_url", "tgt_url")
+TSV_FIELDS = ("src", "tgt", *URL_COLUMNS)  # the fields a TSV input's `columns:` can name
 
 
 BITEXT_FORMATS = ("tsv", "moses", "parquet", "table")
@@ -78,21 +86,30 @@ def read_input(
     if fmt in ("tsv", "moses", "text"):
         for path in inp.paths:  # every file of the corpus, before Spark reads any of them
             reads[path] = check_text_files(spark, path, follow_symlinks)
+    urls = False  # whether the input has a page URL column (a host to compute)
     if fmt == "moses":
         if len(inp.paths) != 2:
             raise InputError(f"corpus {inp.corpus}: a Moses pair needs 2 paths, got {inp.paths}")
         rows = read_moses(spark, reads[inp.paths[0]], reads[inp.paths[1]], max_line_chars)
     elif fmt == "parquet":
         parquet = open_parquet(spark, inp.paths, follow_symlinks)
-        rows = read_columns(parquet, columns, f"Parquet {inp.paths}", extra_columns=extra)
+        url_of = url_sources(parquet, mono, inp.side)
+        urls = any(url_of)
+        rows = read_columns(parquet, columns, f"Parquet {inp.paths}", extra_columns=extra,
+                            url_of=url_of)
     elif fmt == "table":
         table, provenance = open_table(spark, inp)
-        rows = read_columns(table, columns, f"table {inp.paths[0]}", provenance, extra)
+        url_of = url_sources(table, mono, inp.side)
+        urls = any(url_of)
+        rows = read_columns(table, columns, f"table {inp.paths[0]}", provenance, extra, url_of)
     elif fmt == "text":
         rows = union_all([read_text(spark, reads[p], max_line_chars) for p in inp.paths])
     else:
-        rows = union_all([read_tsv(spark, reads[p], max_line_chars) for p in inp.paths])
+        fields = tuple(inp.columns or ("src", "tgt"))
+        urls = any(c in URL_COLUMNS for c in fields)
+        rows = union_all([read_tsv(spark, reads[p], max_line_chars, fields) for p in inp.paths])
     rows = rows.withColumn("pair", F.lit(key)).withColumn("corpus", F.lit(inp.corpus))
+    rows = with_host(rows, urls)
     row_id = F.xxhash64("pair", "corpus", "file", "line")
     return rows.withColumn("row_id", row_id).select(*RAW_COLUMNS)
 
@@ -417,25 +434,47 @@ def line_problem(value: Column, utf8_ok: Column, max_line_chars: int) -> Column:
     )
 
 
-def read_tsv(spark: SparkSession, path: str | list[str], max_line_chars: int) -> DataFrame:
-    """`src<TAB>tgt[<TAB>extra...]`; extra columns are kept in `extra` as provenance."""
+def read_tsv(spark: SparkSession, path: str | list[str], max_line_chars: int,
+             columns: tuple[str, ...] = ("src", "tgt")) -> DataFrame:
+    """Tab-separated fields named by `columns` (an input's `columns:`; `src`, `tgt`, and
+    `src_url`/`tgt_url` where the crawl has them): `src<TAB>tgt` unless told otherwise.
+    Fields of other names, and fields past the named ones, are kept in `extra` in their
+    order, as provenance. A line with fewer fields than named is a malformed_line, its whole
+    text in src, so nothing is lost."""
     numbered, _ = numbered_lines(spark, path)
     value = F.make_valid_utf8("value")
     fields = F.split(value, "\t")
+    short = F.size(fields) < len(columns)
     problem = line_problem(F.col("value"), F.col("utf8_ok"), max_line_chars)
-    error = F.coalesce(problem, F.when(F.size(fields) < 2, F.lit("malformed_line")))
+    error = F.coalesce(problem, F.when(short, F.lit("malformed_line")))
+
+    def field(name: str) -> Column:
+        if name not in columns:
+            return F.lit(None).cast("string")
+        return F.when(~short, fields[columns.index(name)])
+
+    kept = [fields[i] for i, name in enumerate(columns) if name not in TSV_FIELDS]
+    past = F.slice(fields, len(columns) + 1, F.greatest(F.size(fields) - len(columns), F.lit(0)))
+    extra = F.concat(F.array(*kept).cast("array<string>"), past) if kept else past
     return numbered.select(
         "file",
         F.lit(None).cast("string").alias("file_tgt"),
         "line",
-        # A line that is not a pair keeps its whole text in src, so nothing is lost.
-        F.when(F.size(fields) < 2, value).otherwise(fields[0]).alias("src"),
-        F.when(F.size(fields) >= 2, fields[1]).alias("tgt"),
-        F.when(F.size(fields) > 2, F.slice(fields, 3, F.size(fields) - 2))
-        .otherwise(F.array().cast("array<string>"))
-        .alias("extra"),
+        F.when(short, value).otherwise(fields[columns.index("src")]).alias("src"),
+        field("tgt").alias("tgt"),
+        *[field(name).alias(name) for name in URL_COLUMNS],
+        F.when(short, F.array().cast("array<string>")).otherwise(extra).alias("extra"),
         error.alias("ingest_error"),
     )
+
+
+def with_host(rows: DataFrame, has_urls: bool) -> DataFrame:
+    """`host` of rows (`has_urls`: the input names a URL column; else null, no UDF)."""
+    if not has_urls:
+        return rows.withColumn("host", F.lit(None).cast("string"))
+    from udfs.hosts import host_of
+
+    return rows.withColumn("host", host_of(*[F.col(c) for c in URL_COLUMNS]))
 
 
 def read_moses(
@@ -469,6 +508,7 @@ def read_moses(
         "line",
         F.make_valid_utf8("s").alias("src"),
         F.make_valid_utf8("t").alias("tgt"),
+        *[F.lit(None).cast("string").alias(c) for c in URL_COLUMNS],
         F.array().cast("array<string>").alias("extra"),
         problem.alias("ingest_error"),
     )
@@ -482,7 +522,7 @@ def read_text(spark: SparkSession, path: str | list[str], max_line_chars: int) -
         F.lit(None).cast("string").alias("file_tgt"),
         "line",
         F.make_valid_utf8("value").alias("src"),
-        F.lit(None).cast("string").alias("tgt"),
+        *[F.lit(None).cast("string").alias(c) for c in ("tgt", *URL_COLUMNS)],
         F.array().cast("array<string>").alias("extra"),
         line_problem(F.col("value"), F.col("utf8_ok"), max_line_chars).alias("ingest_error"),
     )
@@ -533,18 +573,29 @@ def open_table(spark: SparkSession, inp: InputConf) -> tuple[DataFrame, tuple[Co
     return df, provenance
 
 
+def url_sources(df: DataFrame, mono: bool, side: str | None) -> tuple[str | None, str | None]:
+    """The columns of Parquet data or a table that hold (src_url, tgt_url), None where absent:
+    a bitext's src_url/tgt_url, monolingual text's `url`, or a bitext side's URL."""
+    wanted = (f"{side}_url", None) if side else ("url", None) if mono else URL_COLUMNS
+    return tuple(c if c in df.columns else None for c in wanted)  # type: ignore[return-value]
+
+
 def read_columns(df: DataFrame, columns: tuple[str, ...], what: str,
                  provenance: tuple[Column, Column] | None = None,
-                 extra_columns: list[str] | None = None) -> DataFrame:
-    """String columns `src`/`tgt` (bitext) or `text` (monolingual) of Parquet data; the other
-    columns are kept as one JSON object in `extra` (provenance, e.g. a synthetic pair's
-    method and model; `extra_columns`: only those of them). `provenance`: the rows' (file,
-    line), by default their Parquet file and row number in it."""
+                 extra_columns: list[str] | None = None,
+                 url_of: tuple[str | None, str | None] = (None, None)) -> DataFrame:
+    """String columns `src`/`tgt` (bitext) or `text` (monolingual) of Parquet data, and the
+    page URLs where `url_of` names their columns; the other columns are kept as one JSON
+    object in `extra` (provenance, e.g. a synthetic pair's method and model; `extra_columns`:
+    only those of them). `provenance`: the rows' (file, line), by default their Parquet file
+    and row number in it."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(f"{what} lacks column(s) {missing}; has {df.columns}")
-    others = [c for c in df.columns if c not in columns
+    others = [c for c in df.columns if c not in columns and c not in url_of
               and (extra_columns is None or c in extra_columns)]
+    url_cols = [(F.col(c).cast("string") if c else F.lit(None).cast("string")).alias(name)
+                for c, name in zip(url_of, URL_COLUMNS, strict=True)]
     extra = F.array(F.to_json(F.struct(*others))) if others else F.array().cast("array<string>")
     src, tgt = (columns[0], None) if len(columns) == 1 else columns
     file, line = provenance or (F.col("_metadata.file_path"), F.col("_metadata.row_index") + 1)
@@ -559,6 +610,7 @@ def read_columns(df: DataFrame, columns: tuple[str, ...], what: str,
         line.alias("line"),
         valid[0].alias("src"),
         (valid[1] if tgt else F.lit(None).cast("string")).alias("tgt"),
+        *url_cols,
         extra.alias("extra"),
         F.when(~reduce(Column.__and__, utf8_ok), F.lit("invalid_utf8")).alias("ingest_error"),
     )

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from jobs.filtering.config import FilterConfig
-from jobs.kit.config import CONF_DIR, Strict, load_validated, safe_name
+from jobs.kit.config import CONF_DIR, Strict, check_tsv_columns, load_validated, safe_name
 
 DEFAULTS = CONF_DIR / "refresh-defaults.yaml"
 # Sections that change how rows are filtered: a file processed under other values of these
@@ -25,6 +25,12 @@ class SourceConf(Strict):
     corpus: str
     path: str  # a directory (every non-hidden file under it) or a glob
     format: Literal["auto", "tsv", "moses", "parquet", "text"] = "auto"
+    columns: list[str] | None = None  # a TSV's fields, as an input's (jobs/kit/config.py)
+
+    @model_validator(mode="after")
+    def columns_name_both_sides(self) -> SourceConf:
+        check_tsv_columns(self.corpus, self.format, self.columns)
+        return self
 
     _corpus = field_validator("corpus")(classmethod(lambda cls, v: safe_name(v, "corpus name")))
 

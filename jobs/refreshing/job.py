@@ -93,9 +93,11 @@ class RefreshRun(FilterRun):
             return rows.select(*RAW_COLUMNS, F.lit(None).cast("string").alias(
                 SOURCE_COLUMN)).limit(0)
         frames = []
+        columns = {source.corpus: source.columns for source in self.cfg.sources}
         for file in self.plan.process:
             log(f"reading {file.corpus} ({self.plan.why[file.file_id]}): {' '.join(file.paths)}")
-            inp = InputConf(corpus=file.corpus, paths=file.paths, format=file.format)
+            inp = InputConf(corpus=file.corpus, paths=file.paths, format=file.format,
+                            columns=columns.get(file.corpus) if file.format == "tsv" else None)
             rows = read_input(self.spark, inp, self.cfg.key, self.cfg.ingest.max_line_chars,
                               self.cfg.mono)
             frames.append(rows.withColumn(SOURCE_COLUMN, F.lit(file.file_id)))
