@@ -89,7 +89,7 @@ def test_crawled_corpora_as_printed(data_dir: Path) -> None:
     """A crawl's `url1 url2 src tgt label` rows, filtered and queried as the README prints:
     every row has its URLs, its website counted as the registrable domain."""
     lines = readme_block("### Crawled corpora")
-    assert len(lines) == 2 and all("--lake /tmp/sluice-crawl" in line for line in lines)
+    assert len(lines) == 3 and all("--lake /tmp/sluice-crawl" in line for line in lines)
     shutil.rmtree("/tmp/sluice-crawl", ignore_errors=True)
     try:
         done = [subprocess.run(line, shell=True, cwd=REPO, env=BARE_SHELL, capture_output=True,
@@ -110,6 +110,9 @@ def test_crawled_corpora_as_printed(data_dir: Path) -> None:
                    if cells[1].isdigit()}
         assert printed["stroifaq.com"] == hosts.count("stroifaq.com") == 12
         assert printed["europa.eu"] == hosts.count("europa.eu") == 12  # www.europarl.europa.eu
+        page = Path("/tmp/sluice-crawl/report.html").read_text(encoding="utf-8")
+        websites = page[page.index('<h2 id="hosts">'):page.index('<h2 id="scores">')]
+        assert "<td>stroifaq.com</td><td>en-hr</td>" in websites
     finally:
         shutil.rmtree("/tmp/sluice-crawl", ignore_errors=True)
 

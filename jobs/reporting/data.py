@@ -107,6 +107,7 @@ class ReportData:
     near_samples: list[dict[str, Any]]
     notes: list[str]
     lake_root: str = ""  # where the run's lake is (the what-ifs' re-decide commands)
+    hosts: list[dict[str, Any]] = field(default_factory=list)  # the run's biggest websites
 
 
 # --- The run -------------------------------------------------------------------------------
@@ -504,4 +505,23 @@ def collect_report(spark: SparkSession, lake: Lake, run: Run) -> ReportData:
     shown = numeric + text
     return ReportData(run, funnel, history, in_lake, score_stats, scores.text_scores(),
                       what_ifs, scores.rejected_samples(shown, decided) if in_lake else [], near,
-                      notes, lake.root)
+                      notes, lake.root, biggest_hosts(df, layout.key))
+
+
+MOST_HOSTS_SHOWN = 20
+
+
+def biggest_hosts(rows: DataFrame, key: str) -> list[dict[str, Any]]:
+    """The run's websites with the most pairs (a crawl's `host`, README "Crawled corpora"):
+    pairs, kept share, and the mean pair_score where the run has one. Empty where no row has
+    a host. One aggregate on the executors; only the top rows reach the driver."""
+    if "host" not in rows.columns:
+        return []
+    measures = [F.count("*").alias("pairs"),
+                F.sum(F.when(F.col("outcome") == "clean", 1).otherwise(0)).alias("kept")]
+    if "pair_score" in rows.columns:
+        measures.append(F.avg("pair_score").alias("mean_pair_score"))
+    top = (rows.where(F.col("host").isNotNull())
+           .groupBy(F.col(key).alias("key"), "host").agg(*measures)
+           .orderBy(F.desc("pairs"), "host").limit(MOST_HOSTS_SHOWN))
+    return [r.asDict() for r in top.collect()]

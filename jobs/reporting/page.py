@@ -228,6 +228,22 @@ def files_section(r: Run) -> str:
             + table_html(["corpus", "file", "why"], rows, ' class="files"'))
 
 
+def hosts_section(d: ReportData) -> str:
+    """A crawl's biggest websites in the run: a site that is mostly rejected, or whose
+    pairs score low, is worth a look (or a rule)."""
+    if not d.hosts:
+        return ""
+    scored = "mean_pair_score" in d.hosts[0]
+    rows = [[td(h["host"]), td(h["key"]), td(h["pairs"], True),
+             td(share(h["kept"], h["pairs"]), True)]
+            + ([td(h["mean_pair_score"], True)] if scored else []) for h in d.hosts]
+    headers = ["website (host)", "pair or language", "pairs", "kept"]
+    headers += ["mean pair_score"] if scored else []
+    return ('<h2 id="hosts">Websites</h2><p>The run\'s websites with the most pairs '
+            "(<code>host</code>: the registrable domain of a crawl's page URL).</p>"
+            + table_html(headers, rows, ' class="hosts"'))
+
+
 def funnel_section(d: ReportData, specs: dict[str, dict]) -> str:
     out = ['<h2 id="funnel">Funnel</h2><p>From <code>filter_stats</code>: rows that reached '
            "each rule (in the order rows meet them) and the rows it rejected.</p>"]
@@ -434,7 +450,8 @@ def document(run_id: str, body: str, specs: dict[str, dict]) -> str:
 
 def render(d: ReportData) -> str:
     specs: dict[str, dict] = {}
-    body = "".join([header(d), funnel_section(d, specs), scores_section(d, specs),
+    body = "".join([header(d), funnel_section(d, specs), hosts_section(d),
+                    scores_section(d, specs),
                     what_if_section(d.what_ifs, d.run.run_id, d.lake_root), samples_section(d),
                     config_section(d)])
     return document(d.run.run_id, body, specs)
