@@ -19,7 +19,8 @@ def redecided(cfg) -> list[tuple[str, str]]:
 ALL_ON = ["lm.enabled=true", "lm.models={zh: zh.binlm, de: de.binlm, en: en.binlm}",
           "lm.min_logprob=-4", "lm.min_logprob_by_lang={en: -3.5}",
           "align.enabled=true", "embedding.enabled=true", "embedding.margin_k=4",
-          "cross_encoder.enabled=true", "cross_encoder.min_score=0.4", "pair_score.enabled=true"]
+          "cross_encoder.enabled=true", "cross_encoder.min_score=0.4", "mt_detector.enabled=true",
+          "mt_detector.min_score=0.3", "pair_score.enabled=true"]
 
 
 @pytest.mark.parametrize("pair", ["zh-en", "de-en"])
@@ -37,6 +38,7 @@ def test_funnel_redecide_and_report_read_the_same_units(spark, pair: str) -> Non
         "embed_cosine": enc.min_cosine_for(pair),
         "embed_margin": enc.min_margin,
         "cross_encoder": 0.4,
+        "mt_human": 0.3,
         "pair_score": 0.5,
     }
     # The setting a what-if changes names the key that holds the value for this pair.
@@ -63,7 +65,8 @@ def test_with_pair_score_deciding_alone_align_and_embedding_only_score(spark) ->
     assert [r for _, r in rule_sequence(alone)[-4:]][-1] == "pair_score"
     assert not {"align_coverage", "embed_cosine", "embed_margin"} & {
         r for _, r in rule_sequence(alone)}
-    assert [r for _, r in redecided(alone)] == ["lm_src", "lm_tgt", "cross_encoder", "pair_score"]
+    assert [r for _, r in redecided(alone)] == ["lm_src", "lm_tgt", "cross_encoder", "mt_human",
+                                                "pair_score"]
     gated = load_config(None, [*ALL_ON, "pair_score.decides_alone=false"], {"pair": "de-en"})
     assert [r for _, r in redecided(gated)] == [u.rule for u in SCORER_RULES]
 
@@ -80,5 +83,5 @@ def test_a_run_stored_before_the_pair_score_settings_reads_as_it_ran(spark) -> N
                                                   "fit_min_rows")}}
     cfg = FilterConfig.model_validate(stored_filter_config(older))
     assert not cfg.pair_score.decides_alone and not cfg.pair_score.fit_to_run
-    assert [r for _, r in rule_sequence(cfg)][-7:] == [u.rule for u in SCORER_RULES]
+    assert [r for _, r in rule_sequence(cfg)][-len(SCORER_RULES):] == [u.rule for u in SCORER_RULES]
     assert stored_filter_config(today) == today  # a run that stored them keeps its own

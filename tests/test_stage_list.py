@@ -19,10 +19,11 @@ NAMES = [stage.name for stage in STAGES]
 
 def test_the_funnel_order() -> None:
     assert NAMES == ["ingest", "normalize", "rules", "dedup", "near_dup", "lm", "align", "embed",
-                     "cross_encoder", "english_lm", "pair_score", "cut"]
+                     "cross_encoder", "mt_detector", "hosts", "english_lm", "pair_score", "cut"]
     assert [s.name for s in STAGES if s.scorer] == ["lm", "align", "embed", "cross_encoder",
-                                                    "pair_score"]
-    assert stages_from("embed") == ("embed", "cross_encoder", "english_lm", "pair_score", "cut")
+                                                    "mt_detector", "pair_score"]
+    assert stages_from("embed") == ("embed", "cross_encoder", "mt_detector", "hosts",
+                                    "english_lm", "pair_score", "cut")
 
 
 def test_the_funnel_lists_each_stages_rules_in_stage_order() -> None:
@@ -87,9 +88,10 @@ class _Null:
 
 def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer() -> None:
     rows, seen = walk(FilterRun, {"near_dup": False, "lm": False, "align": True, "embed": False,
-                                  "cross_encoder": False, "pair_score": True, "cut": False})
-    assert rows == [name for name in NAMES
-                    if name not in ("near_dup", "lm", "embed", "cross_encoder", "cut")]
+                                  "cross_encoder": False, "mt_detector": False, "hosts": False,
+                                  "pair_score": True, "cut": False})
+    assert rows == [name for name in NAMES if name not in (
+        "near_dup", "lm", "embed", "cross_encoder", "mt_detector", "hosts", "cut")]
     assert seen == [
         "score ingest", "score normalize", "score rules", "score dedup",
         "show normalize+rules+dedup", "stage before_align", "score align",
@@ -102,15 +104,15 @@ def test_a_filter_run_scores_every_stage_in_order_and_stages_before_each_scorer(
 
 def test_with_no_scorer_on_nothing_is_staged_between_stages() -> None:
     _, seen = walk(FilterRun, {"near_dup": False, "lm": False, "align": False, "embed": False,
-                               "cross_encoder": False, "english_lm": False, "pair_score": False,
-                               "cut": False})
+                               "cross_encoder": False, "mt_detector": False, "hosts": False,
+                               "english_lm": False, "pair_score": False, "cut": False})
     assert not [s for s in seen if s.startswith("stage")]
 
 
 def test_near_dup_reads_its_input_staged_after_exact_dedup() -> None:
     rows, seen = walk(FilterRun, {"lm": False, "align": False, "embed": False,
-                                  "cross_encoder": False, "english_lm": False,
-                                  "pair_score": False, "cut": False})
+                                  "cross_encoder": False, "mt_detector": False, "hosts": False,
+                                  "english_lm": False, "pair_score": False, "cut": False})
     assert rows == ["ingest", "normalize", "rules", "dedup", "near_dup"]
     assert seen[3:6] == ["score dedup", "show normalize+rules+dedup", "stage before_near_dup"]
     assert seen[6] == "score near_dup"
@@ -118,12 +120,14 @@ def test_near_dup_reads_its_input_staged_after_exact_dedup() -> None:
 
 def test_a_redecide_decides_every_stage_and_stages_once_before_the_scorers() -> None:
     rows, seen = walk(RedecideRun, {"near_dup": False, "lm": False, "align": True,
-                                    "embed": True, "cross_encoder": True, "pair_score": True})
+                                    "embed": True, "cross_encoder": True, "mt_detector": True,
+                                    "hosts": True, "pair_score": True})
     assert rows == [name for name in NAMES if name not in ("near_dup", "lm")]
     assert [s for s in seen if not s.startswith("show")] == [
         "decide ingest", "decide normalize", "decide rules", "decide dedup",
         "stage before_align", "decide align", "decide embed", "decide cross_encoder",
-        "decide english_lm", "decide pair_score", "decide cut",
+        "decide mt_detector", "decide hosts", "decide english_lm", "decide pair_score",
+        "decide cut",
     ]
 
 

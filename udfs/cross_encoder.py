@@ -1,6 +1,7 @@
 """The cross-encoder scorer over a DataFrame: `cross_encoder`, the probability a fine-tuned
 BERT-class pair classifier (udfs/cross_encoder_model.py) gives that a pair is a valid
-translation.
+translation; or, with another model and column, what else such a classifier was trained to
+tell (`mt_human`: that the translation is human, not machine output).
 
 Two Spark stages, as the work splits between a CPU and a GPU:
 
@@ -37,11 +38,9 @@ from udfs.encoders import resolve_device
 from udfs.scoring import score_where
 from udfs.task import task_cpus, task_gpu
 
-SCORE = "cross_encoder"
 GROUP_ROWS = 4096  # distinct pairs a scoring group holds on average
 _GROUP, _ORDER, _IDS = "_ce_group", "_ce_order", "_ce_ids"
 _GROUP_SEED, _ORDER_SEED = 29, 31
-SCORED = pa.schema([("src", pa.string()), ("tgt", pa.string()), (SCORE, pa.float64())])
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,7 @@ class CrossEncoderSpec:
     model: str  # the model directory, as the executors see it
     base: str  # its base encoder's checkpoint directory, as the executors see it
     device: str = "auto"  # auto: the task's Spark-assigned GPU, else the CPU; cpu; cuda
+    column: str = "cross_encoder"  # the score column it adds
 
 
 @cache
@@ -83,7 +83,7 @@ def score_batches(spec: CrossEncoderSpec, needs_gpu: bool
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if needs_gpu and task_gpu() is None:
-            raise RuntimeError("cross_encoder stage: this task's resource profile asks for a "
+            raise RuntimeError(f"{spec.column} stage: this task's resource profile asks for a "
                                "GPU, but Spark assigned it none (check "
                                "spark.executor.resource.gpu.*)")
         table = partition_table(batches)
@@ -101,14 +101,15 @@ def score_batches(spec: CrossEncoderSpec, needs_gpu: bool
             scores = model.score_ids(np.asarray(ids.values), np.asarray(ids.offsets))
             yield pa.record_batch([part.column("src").combine_chunks(),
                                    part.column("tgt").combine_chunks(),
-                                   pa.array(scores, pa.float64())], schema=SCORED)
+                                   pa.array(scores, pa.float64())],
+                                  names=["src", "tgt", spec.column])
 
     return run
 
 
 def add_cross_encoder_scores(df: DataFrame, spec: CrossEncoderSpec, alive: Column,
                              profile: ResourceProfile | None = None) -> DataFrame:
-    """`df` plus a double column `cross_encoder` on the rows where `alive` is true (null
+    """`df` plus a double column `spec.column` on the rows where `alive` is true (null
     elsewhere). Counts the distinct alive pairs first (one Spark job) to size the groups, so
     stage `df` when it is expensive to compute. `profile`: the scoring stage's own resources
     (jobs/filtering/pair_scores.py `embed_profile`); the scores are the same without it."""
@@ -123,8 +124,8 @@ def add_cross_encoder_scores(df: DataFrame, spec: CrossEncoderSpec, alive: Colum
         }).withColumn(_IDS, tokenizer_udf(spec)(F.col("src"), F.col("tgt")))
         needs_gpu = profile is not None and "gpu" in profile.taskResources
         scored = keyed.repartition(groups, _GROUP).mapInArrow(
-            score_batches(spec, needs_gpu), "src string, tgt string, cross_encoder double",
+            score_batches(spec, needs_gpu), f"src string, tgt string, {spec.column} double",
             profile=profile)
-        return live.join(scored, ["src", "tgt"], "left").select(*live.columns, SCORE)
+        return live.join(scored, ["src", "tgt"], "left").select(*live.columns, spec.column)
 
-    return score_where(df, alive, [SCORE], score)
+    return score_where(df, alive, [spec.column], score)

@@ -114,6 +114,13 @@ FEATURES: tuple[Feature, ...] = (
     # and machine-translated crawl English reads less like edited text (issue 39's probe,
     # bench/crawl/mt_probe.py). Null on a pair with no English side.
     Feature("english_fluency", ("english_lm",), lambda r: F.col("english_lm"), +1),
+    # The MT detector's probability that the translation is human text (udfs/cross_encoder.py).
+    Feature("mt_human", ("mt_human",), lambda r: F.col("mt_human"), +1),
+    # The pair's website (jobs/filtering/hosts.py): what its other pairs say. Big multilingual
+    # sites are where MT'd pages come from (fewer languages, fewer pairs: likelier valid).
+    Feature("host_mt", ("host_mt",), lambda r: F.col("host_mt"), +1),
+    Feature("host_langs", ("host_langs",), lambda r: F.log1p(F.col("host_langs")), -1),
+    Feature("host_pairs", ("host_pairs",), lambda r: F.log1p(F.col("host_pairs")), -1),
     # Text a tokenizer went through (udfs/tokenization_artifacts.py).
     Feature("src_tok_artifacts", ("src",), lambda r: tokenization_artifacts(F.col("src")), -1),
     Feature("tgt_tok_artifacts", ("tgt",), lambda r: tokenization_artifacts(F.col("tgt")), -1),

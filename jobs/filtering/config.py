@@ -270,6 +270,19 @@ class CrossEncoderConf(Strict):
     device: Literal["auto", "cpu", "cuda"]
 
 
+class HostsConf(Strict):
+    """Evidence from a crawled pair's website (jobs/filtering/hosts.py): pair_score inputs.
+    On a refresh, committed files that share a website with the new rows are re-decided."""
+
+    enabled: bool
+
+
+class MtDetectorConf(CrossEncoderConf):
+    """A fine-tuned cross-encoder's probability that a pair's translation is human text, not
+    machine output (`mt_human`; the same model kind, trained on human against MT text:
+    jobs/train_cross_encoder.py --detect mt). `min_score` None: no rule, a pair_score input."""
+
+
 class Cut(Strict):
     """A decision on a stored score (jobs/filtering/cuts.py): the worst `drop` share of the
     scored rows, or the rows outside [`min`, `max`]."""
@@ -308,6 +321,8 @@ class FilterConfig(JobConfig):
     embedding: EmbeddingConf
     pair_score: PairScoreConf
     cross_encoder: CrossEncoderConf
+    mt_detector: MtDetectorConf
+    hosts: HostsConf
     cuts: list[Cut] = Field(default_factory=list)  # after the pair scorers, in order
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: pair_form(v)))
@@ -431,6 +446,9 @@ BEFORE_THEY_EXISTED: dict = {
     "embedding": {"auto": []},  # its encoder was named: nothing to choose from
     "cross_encoder": {"enabled": False, "model": "conf/cross_encoder/paracrawl-e5-small",
                       "base": "models/e5-small-hf", "min_score": None, "device": "auto"},
+    "mt_detector": {"enabled": False, "model": "conf/mt_detector/paracrawl-e5-small",
+                    "base": "models/e5-small-hf", "min_score": None, "device": "auto"},
+    "hosts": {"enabled": False},
 }
 
 

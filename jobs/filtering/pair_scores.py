@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
-from jobs.filtering.scorer_rules import model_threshold, scorer_rules
+from jobs.filtering.scorer_rules import model_card, model_threshold, scorer_rules
 from jobs.filtering.stages import alive, reject_where
 from jobs.kit.errors import ConfigError
 from jobs.kit.progress import log
@@ -148,29 +148,37 @@ def embed_stage(df: DataFrame, cfg: FilterConfig, model: str) -> DataFrame:
     return df
 
 
+# The scorers that run a cross-encoder-kind model: config section -> the score column.
+CLASSIFIERS = {"cross_encoder": "cross_encoder", "mt_detector": "mt_human"}
+
+
 def check_cross_encoder(cfg: FilterConfig) -> None:
-    """Before any work: a cross-encoder model or base that is not there, or a model without a
-    threshold where the config sets none, is one config error."""
-    ce = cfg.cross_encoder
-    if not ce.enabled:
-        return
-    if ce.min_score is None:
-        model_threshold(ce.model)
-    base = on_this_machine(ce.base)
-    if is_local_path(base) and not os.path.isdir(base):
-        raise ConfigError(f"cross_encoder.base {ce.base}: no such checkpoint directory (for "
-                          "e5-small run `make setup`)")
+    """Before any work: a cross-encoder (or MT detector) model or base that is not there, or
+    a cross-encoder without a threshold where the config sets none, is one config error."""
+    for section in CLASSIFIERS:
+        conf = getattr(cfg, section)
+        if not conf.enabled:
+            continue
+        if section == "cross_encoder" and conf.min_score is None:
+            model_threshold(conf.model, section)
+        else:
+            model_card(conf.model, section)
+        base = on_this_machine(conf.base)
+        if is_local_path(base) and not os.path.isdir(base):
+            raise ConfigError(f"{section}.base {conf.base}: no such checkpoint directory (for "
+                              "e5-small run `make setup`)")
 
 
-def cross_encoder_stage(df: DataFrame, cfg: FilterConfig, model: str, base: str) -> DataFrame:
-    """`model` and `base` are the paths as the executors see them. Scored under the embed
-    stage's GPU profile where executors have GPUs; rejects under the model's threshold (or
-    `cross_encoder.min_score`)."""
+def cross_encoder_stage(df: DataFrame, cfg: FilterConfig, section: str, model: str,
+                        base: str) -> DataFrame:
+    """The scores of `section`'s model (`cross_encoder` or `mt_detector`); `model` and `base`
+    are the paths as the executors see them. Scored under the embed stage's GPU profile where
+    executors have GPUs; rejects under its rule's threshold where it has one."""
     from udfs.cross_encoder import CrossEncoderSpec, add_cross_encoder_scores
 
-    spec = CrossEncoderSpec(model, base, cfg.cross_encoder.device)
+    spec = CrossEncoderSpec(model, base, getattr(cfg, section).device, CLASSIFIERS[section])
     conf = dict(df.sparkSession.sparkContext.getConf().getAll())
     df = add_cross_encoder_scores(df, spec, alive(), embed_profile(conf))
-    for unit in scorer_rules(cfg, "cross_encoder"):
+    for unit in scorer_rules(cfg, section):
         df = reject_where(df, unit.failing(cfg), unit.stage, unit.rule)
     return df

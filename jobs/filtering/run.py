@@ -164,6 +164,26 @@ class FilterRun:
         """Near-duplicates among the run's rows (jobs/filtering/near_dup.py)."""
         return near_dup(rows, self.cfg)
 
+    def committed(self) -> DataFrame | None:
+        """Every committed decided row of the lake (all pairs), None before any or where the
+        lake predates `host` (what the host features count beside the run's rows)."""
+        name = f"{self.lake.database}.{self.layout.prefix}"
+        if not self.spark.catalog.tableExists(name):
+            return None
+        self.spark.catalog.refreshTable(name)
+        rows = self.spark.table(self.lake.qualified(self.layout.prefix))
+        return rows if "host" in rows.columns else None
+
+    def committed_elsewhere(self, rows: DataFrame) -> DataFrame | None:
+        """The committed rows this run does not replace: every (pair, corpus) partition but
+        those of `rows` (the stages' shape)."""
+        committed = self.committed()
+        if committed is None:
+            return None
+        key = self.layout.key
+        mine = rows.select(F.col("pair").alias(key), "corpus").distinct()
+        return committed.join(mine, [key, "corpus"], "left_anti")
+
     def ensure_tables(self, raw: DataFrame, decided: DataFrame, stats: DataFrame) -> None:
         """`bitext` (or `mono`) holds clean and rejected rows, partitioned by outcome, so one
         swap publishes both; `bitext_clean`/`bitext_rejected` are views on it."""

@@ -90,24 +90,35 @@ def _lm_applies(side: int) -> Callable[[FilterConfig], bool]:
                         and _lm(side)(cfg)[1] is not None)
 
 
-def _cross_encoder(cfg: FilterConfig) -> Setting:
-    ce = cfg.cross_encoder
-    if ce.min_score is not None:
-        return "cross_encoder.min_score", ce.min_score
-    return f"cross_encoder.model {ce.model} (its threshold)", model_threshold(ce.model)
+def _classifier(section: str) -> Callable[[FilterConfig], Setting]:
+    """The threshold of a cross-encoder-kind scorer (`cross_encoder`, `mt_detector`)."""
+
+    def setting(cfg: FilterConfig) -> Setting:
+        conf = getattr(cfg, section)
+        if conf.min_score is not None:
+            return f"{section}.min_score", conf.min_score
+        return f"{section}.model {conf.model} (its threshold)", model_threshold(conf.model,
+                                                                                section)
+
+    return setting
+
+
+def model_card(model: str, section: str) -> CrossEncoderCard:
+    """A cross-encoder-kind model's card, read on the driver: a missing model is a config
+    error (the filter job asks before it reads a file)."""
+    try:
+        return CrossEncoderCard.read(on_this_machine(model))
+    except FileNotFoundError as err:
+        raise ConfigError(f"{section}.model: {err}") from None
 
 
 @cache
-def model_threshold(model: str) -> float:
-    """A cross-encoder model's own threshold, read from its card on the driver: a missing
-    model is a config error (the filter job asks before it reads a file)."""
-    try:
-        card = CrossEncoderCard.read(on_this_machine(model))
-    except FileNotFoundError as err:
-        raise ConfigError(f"cross_encoder.model: {err}") from None
+def model_threshold(model: str, section: str = "cross_encoder") -> float:
+    """A cross-encoder model's own threshold (its card's)."""
+    card = model_card(model, section)
     if card.threshold is None:
-        raise ConfigError(f"cross_encoder.model {model}: its card has no threshold; set "
-                          "cross_encoder.min_score")
+        raise ConfigError(f"{section}.model {model}: its card has no threshold; set "
+                          f"{section}.min_score")
     return card.threshold
 
 
@@ -130,8 +141,13 @@ SCORER_RULES: tuple[ScorerRule, ...] = (
     ScorerRule("embedding", "embed", "embed_margin", "embed_margin", _margin_applies, _margin,
                ("embedding.encoders.*.min_margin",)),
     ScorerRule("cross_encoder", "cross_encoder", "cross_encoder", "cross_encoder",
-               lambda cfg: cfg.cross_encoder.enabled, _cross_encoder,
+               lambda cfg: cfg.cross_encoder.enabled, _classifier("cross_encoder"),
                ("cross_encoder.min_score",)),
+    # A rule only where min_score is set: the detector is a pair_score input first.
+    ScorerRule("mt_detector", "mt_detector", "mt_human", "mt_human",
+               lambda cfg: cfg.mt_detector.enabled and cfg.mt_detector.min_score is not None,
+               lambda cfg: ("mt_detector.min_score", cfg.mt_detector.min_score),
+               ("mt_detector.min_score",)),
     ScorerRule("pair_score", "pair_score", "pair_score", "pair_score",
                lambda cfg: cfg.pair_score.enabled, _pair_score,
                ("pair_score.enabled", "pair_score.min_score", "pair_score.decides_alone",

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from jobs.filtering.config import FilterConfig
 from jobs.filtering.cuts import apply_cuts, cut_rules
+from jobs.filtering.hosts import with_host_features
 from jobs.filtering.layout import Layout
 from jobs.filtering.near_dup import near_dup
 from jobs.filtering.pair_score_stage import (
@@ -72,6 +73,7 @@ class Run(Protocol):
     def deduplicate(self, rows: DataFrame) -> DataFrame: ...
     def near_deduplicate(self, rows: DataFrame) -> DataFrame: ...
     def pair_score_cut(self, rows: DataFrame) -> Column | None: ...
+    def committed_elsewhere(self, rows: DataFrame) -> DataFrame | None: ...
 
 
 # The original run's reject_stage, carried while a re-decide decides (dropped at the end).
@@ -284,11 +286,33 @@ class CrossEncoder(ScorerStage):
     section = "cross_encoder"
 
     def score(self, run: Run, rows: DataFrame) -> DataFrame:
-        ce = run.cfg.cross_encoder
-        log(f"cross-encoder (model {ce.model} on {ce.base})")
-        model = for_executors(run.spark, ce.model, "cross_encoder.model")
-        base = for_executors(run.spark, ce.base, "cross_encoder.base")
-        return cross_encoder_stage(rows, run.cfg, model, base)
+        conf = getattr(run.cfg, self.section)
+        log(f"{self.shows} (model {conf.model} on {conf.base})")
+        model = for_executors(run.spark, conf.model, f"{self.section}.model")
+        base = for_executors(run.spark, conf.base, f"{self.section}.base")
+        return cross_encoder_stage(rows, run.cfg, self.section, model, base)
+
+
+class MtDetector(CrossEncoder):
+    """The same kind of model, trained to tell human translations from machine output:
+    `mt_human` (docs/bert.md "MT detector"), a pair_score input."""
+
+    name, shows = "mt_detector", "MT detector"
+    section = "mt_detector"
+
+
+class Hosts(Stage):
+    """Evidence from each pair's website (jobs/filtering/hosts.py): pair_score inputs, over
+    the run's rows and the lake's rows it does not rewrite. A re-decide keeps them stored."""
+
+    name, shows = "hosts", "websites"
+    materialised_input = True  # read twice: the hosts' aggregate, then the join
+
+    def on(self, cfg: FilterConfig) -> bool:
+        return cfg.hosts.enabled
+
+    def score(self, run: Run, rows: DataFrame) -> DataFrame:
+        return with_host_features(rows, "pair", run.committed_elsewhere(rows))
 
 
 class EnglishFluency(Stage):
@@ -339,7 +363,8 @@ class Cuts(Stage):
 
 
 STAGES: tuple[Stage, ...] = (Ingest(), Normalize(), Rules(), Dedup(), NearDup(), Lm(), Align(),
-                             Embed(), CrossEncoder(), EnglishFluency(), PairScore(), Cuts())
+                             Embed(), CrossEncoder(), MtDetector(), Hosts(), EnglishFluency(),
+                             PairScore(), Cuts())
 
 
 def stages_from(name: str) -> tuple[str, ...]:

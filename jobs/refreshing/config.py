@@ -57,6 +57,9 @@ class RefreshConfig(FilterConfig):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"corpus {twice[0]!r} is named by two sources: one path each")
+        if self.hosts.enabled and not self.refresh.lake_dedup:
+            raise ValueError("hosts.enabled needs refresh.lake_dedup: the committed files "
+                             "sharing a website with new rows are re-decided with the dedup")
         if self.stale_after_s_too_short():
             raise ValueError("refresh.stale_after_s must be over twice refresh.heartbeat_s")
         return self

@@ -89,6 +89,7 @@ class RefreshDedup:
         self.cfg = cfg
         source = F.col(SOURCE_COLUMN)
         self.stored = stored.where(source.isNull() | ~source.isin(sorted(removed)))
+        self.removed = stored.where(source.isin(sorted(removed)))
         self.kept = sorted(kept)
 
     def fixed_survivors(self) -> DataFrame:
@@ -136,6 +137,17 @@ class RefreshDedup:
                 & F.col("dup_of").eqNullSafe(F.col(WAS_DUP)))
         changed = decided.where(F.col(STORED) & ~same).select(SOURCE_COLUMN).distinct()
         return sorted(r[0] for r in changed.collect())
+
+    def sharing_hosts(self, decided: DataFrame) -> list[str]:
+        """Kept files with a committed row from a website the refresh adds rows to or takes
+        rows from: their host features change (jobs/filtering/hosts.py)."""
+        if "host" not in self.stored.columns:
+            return []
+        touched = self.new_rows(decided).select("host").unionByName(
+            self.removed.select("host")).where(F.col("host").isNotNull()).distinct()
+        files = self.stored.where(F.col(SOURCE_COLUMN).isin(self.kept)).join(
+            touched, "host", "left_semi").select(SOURCE_COLUMN).distinct()
+        return sorted(r[0] for r in files.collect())
 
     @staticmethod
     def new_rows(decided: DataFrame) -> DataFrame:

@@ -49,7 +49,7 @@ from jobs.refreshing.manifest import (
     read_manifest,
     read_manifest_files,
 )
-from jobs.refreshing.units import SOURCE_COLUMN, UnitBuilder
+from jobs.refreshing.units import SOURCE_COLUMN, SOURCE_FILE, UnitBuilder
 from jobs.selection.job import main as select_main
 from udfs.paths import is_local_path, local_path
 
@@ -116,13 +116,29 @@ class RefreshRun(FilterRun):
         with self.stage(f"normalize+rules+langid+dedup{near}"):  # staged: read three times
             marked = self.staged(redo.decide(with_dedup_keys(decided, self.cfg)), "stage_dedup")
             self.carried = redo.changed_files(marked)
+            if self.cfg.hosts.enabled:  # their websites' features change with the new rows
+                hosts = redo.sharing_hosts(marked)
+                self.carried = sorted(set(self.carried) | set(hosts))
         self.near_dup_done = self.cfg.near_dup.enabled
         rows = redo.new_rows(marked)
         if not self.carried:
             return rows
         log(f"re-deciding the committed rows of {len(self.carried)} kept file(s) whose "
-            "duplicates' survivors changed")
+            "duplicates' survivors or websites' evidence changed")
         return rows.unionByName(redo.carried_rows(self.carried, marked, rows.columns))
+
+    def committed_elsewhere(self, rows: DataFrame) -> DataFrame | None:
+        """The committed rows the refresh does not rewrite: every pair's but this pair's rows
+        of the files it re-reads, drops or carries."""
+        committed = self.committed()
+        if committed is None:
+            return None
+        gone = sorted(self.plan.removed | set(self.carried))
+        if not gone:
+            return committed
+        source = F.regexp_extract(F.col("_metadata.file_name"), SOURCE_FILE.pattern, 1)
+        rewritten = (F.col(self.layout.key) == self.cfg.key) & source.isin(gone)
+        return committed.where(~rewritten)
 
     def near_deduplicate(self, rows: DataFrame) -> DataFrame:
         """Done lake-wide with the dedup (jobs/refreshing/near_dup.py), or over the run's

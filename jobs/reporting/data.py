@@ -38,7 +38,7 @@ TOP_VALUES = 10  # most frequent values shown of a text score (url_email_html, s
 # Scores the pair scorers store (jobs/filtering/steps.py: the lm, align, embed, cross_encoder,
 # english_lm and pair_score stages), after the rules' own (udfs/rules.py).
 SCORER_COLUMNS = ("lm_src", "lm_tgt", "align_fwd_logprob", "align_rev_logprob",
-                  "align_coverage", "embed_cosine", "embed_margin", "cross_encoder",
+                  "align_coverage", "embed_cosine", "embed_margin", "cross_encoder", "mt_human",
                   "english_lm", "pair_score")
 NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
            T.DecimalType, T.BooleanType)

@@ -1,7 +1,16 @@
-"""Fine-tune a cross-encoder pair classifier for the filter's `cross_encoder` scorer.
+"""Fine-tune a cross-encoder pair classifier for the filter's `cross_encoder` scorer, or
+(`--detect mt`) an MT detector for its `mt_detector` scorer.
 
     python jobs/train_cross_encoder.py --pair en-da --out models/cross-encoder/en-da \\
         --labelled crawl-a.tsv crawl-b.tsv [--input trusted.en trusted.da] [--check held.tsv]
+    python jobs/train_cross_encoder.py --detect mt --pair en-de --out models/mt/en-de \\
+        --input refs.en refs.de --machine mt.en mt.de [--labelled crawl.tsv]
+
+An MT detector is the same model trained on human translations (`--input`, and labelled
+valid pairs) against machine translations (`--machine`, a Moses file pair, and pairs labelled
+MT; other labels are not read); no made negatives, no prior on the two sides' cosine. Its
+held-apart fifth is drawn by the source sentence, so a reference and a system output of one
+source are never split (a source's other translations would give its answer away).
 
 Positives are the trusted pairs (`--input SRC TGT`, a Moses file pair) and the labelled valid
 ones (`--labelled`, `src<TAB>tgt<TAB>label` lines as jobs/train_pair_score.py reads them: V,
@@ -54,6 +63,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--labelled", nargs="+", default=[], metavar="TSV",
                    help="human-labelled pairs, src<TAB>tgt<TAB>label")
     p.add_argument("--check", metavar="TSV", help="labelled pairs to report the AUC on")
+    p.add_argument("--detect", choices=("pairs", "mt"), default="pairs",
+                   help="pairs: valid against bad pairs (cross_encoder); mt: human against "
+                   "machine translations (mt_detector)")
+    p.add_argument("--machine", nargs=2, metavar=("SRC", "TGT"),
+                   help="--detect mt: machine-translated pairs, a Moses file pair")
     p.add_argument("--max-pairs", type=int, default=4000,
                    help="positives drawn (by a hash of their text)")
     p.add_argument("--epochs", type=int, default=1)
@@ -96,10 +110,57 @@ def resolve_device(requested: str) -> str:
     return "cuda" if requested != "cpu" and torch.cuda.is_available() else "cpu"
 
 
+def run_mt(args: argparse.Namespace) -> int:
+    """`--detect mt`: human (1) against machine (0) translations."""
+    if not (args.input or args.labelled) or not (args.machine or args.labelled):
+        raise InputError("--detect mt: give human translations (--input SRC TGT or "
+                         "--labelled) and machine translations (--machine SRC TGT or --labelled)")
+    human = [p for p in (read_moses(*args.input) if args.input else []) if all(map(str.strip, p))]
+    machine = [p for p in (read_moses(*args.machine) if args.machine else [])
+               if all(map(str.strip, p))]
+    for path in args.labelled:
+        rows = read_labelled(path)
+        human += [(s, t) for s, t, valid, _ in rows if valid]
+        machine += [(s, t) for s, t, _, label in rows if label.upper() == "MT"]
+    human, machine = drawn(human, args.max_pairs), drawn(machine, args.max_pairs)
+    apart = [p for p in human + machine if held_apart(p[0], "")]
+    if len(human) - len(apart) < 20 or len(machine) < 25 or not apart:
+        raise InputError(f"{len(human)} human and {len(machine)} machine translations: too "
+                         "few to train and hold a fifth apart (at least 30 of each)")
+    examples = ([(s, t, 1) for s, t in human if not held_apart(s, "")]
+                + [(s, t, 0) for s, t in machine if not held_apart(s, "")])
+    device = resolve_device(args.device)
+    print(f"MT detector: {len(examples):,} examples on {device}", flush=True)
+    fine_tune(examples, args.base, args.out, top_layers=args.layers, epochs=args.epochs,
+              device=device, threads=args.threads, sides_weight=0.0, what="MT detector")
+    model = CrossEncoder(args.out, args.base, device, args.threads or 1)
+    held_human = [p for p in human if held_apart(p[0], "")]
+    held_machine = [p for p in machine if held_apart(p[0], "")]
+    card = CrossEncoderCard.read(args.out)
+    card.checked = {"held_apart": "a fifth of the sources, by a hash of the source sentence",
+                    "human": len(held_human), "machine": len(held_machine)}
+    if held_human:
+        pos = model.score(*zip(*held_human, strict=True))
+        card.threshold = float(np.quantile(pos, 1 - KEEP_VALID))
+        card.checked["keeps_human"] = KEEP_VALID
+        if held_machine:
+            card.checked["auc_human_vs_machine"] = round(
+                auc(pos, model.score(*zip(*held_machine, strict=True))), 4)
+    card.trained_on.update({"detects": "mt", "pair": args.pair, "inputs": [
+        *(args.input or []), *(args.machine or []), *args.labelled]})
+    card.write(args.out)
+    print(f"{args.out}: " + ", ".join(f"{k} {v}" for k, v in card.checked.items()))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     src_lang, _, tgt_lang = args.pair.partition("-")
     if not (src_lang and tgt_lang):
         raise InputError(f"--pair {args.pair}: expected SRC-TGT, e.g. en-da")
+    if args.detect == "mt":
+        return run_mt(args)
+    if args.machine:
+        raise InputError("--machine is for --detect mt")
     if not args.input and not args.labelled:
         raise InputError("give trusted pairs (--input SRC TGT), labelled pairs (--labelled), "
                          "or both")
