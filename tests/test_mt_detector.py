@@ -37,16 +37,19 @@ def labelled(lang: str) -> list[tuple[str, str, str]]:
 
 
 def test_the_shipped_detector_ranks_human_translations_above_machine_output() -> None:
+    """pl, hr and lv (en-fr's release-7 MT labels are mostly misaligned pairs, `Follow us on
+    Twitter` / `Le traité de Lisbonne`: the bench's en-fr figure says so too, and it is left
+    out here)."""
     model = CrossEncoder(str(SHIPPED), str(BASE), "cpu", 2)
     per_language = {}
-    for lang in ("fr", "pl", "hr", "lv"):
+    for lang in ("pl", "hr", "lv"):
         rows = [r for r in labelled(lang) if r[2] in ("V", "MT")]
         scores = model.score([r[0] for r in rows], [r[1] for r in rows])
         human = [s for s, r in zip(scores, rows, strict=True) if r[2] == "V"]
         machine = [s for s, r in zip(scores, rows, strict=True) if r[2] == "MT"]
+        assert len(machine) >= 14
         per_language[lang] = auc(human, machine)
-    assert min(per_language.values()) >= 0.6, per_language
-    assert sum(per_language.values()) / 4 >= 0.7, per_language
+    assert min(per_language.values()) >= 0.75, per_language
 
 
 def test_mt_human_is_stored_and_decides_only_when_asked(spark, tmp_path: Path) -> None:

@@ -167,3 +167,16 @@ def test_the_shipped_model_needs_the_scorers_it_was_trained_with() -> None:
     with pytest.raises(ConfigError, match="weighs English fluency under the LM"):
         check_scorers(model, load_config(None, ["embedding.enabled=true",
                                                 "pair_score.english_lm=null"], {"pair": "en-fr"}))
+
+
+def test_a_model_reading_the_mt_detector_or_websites_needs_them_on() -> None:
+    from jobs.filtering.config import load_config
+    from jobs.filtering.pair_score_model import check_scorers
+
+    model = {"name": "crawl-mt", "pair": "en-fr", "features": ["mt_human", "host_mt"]}
+    on = ["mt_detector.enabled=true", "hosts.enabled=true"]
+    check_scorers(model, load_config(None, on, {"pair": "en-fr"}))
+    with pytest.raises(ConfigError, match="reads mt_human, host_mt: set mt_detector.enabled"):
+        check_scorers(model, load_config(None, on[1:], {"pair": "en-fr"}))
+    with pytest.raises(ConfigError, match="reads host_mt: set hosts.enabled"):
+        check_scorers(model, load_config(None, on[:1], {"pair": "en-fr"}))

@@ -395,6 +395,13 @@ def check_scorers(model: dict[str, Any], cfg: Any) -> None:
                           f"{cfg.embedding.encoder}: train one with it "
                           "(python jobs/train_pair_score.py), or embed as the model did "
                           f"(--set embedding.encoder={model.get('encoder')})")
+    for section, reads in (("mt_detector", ("mt_human", "host_mt")),
+                           ("hosts", ("host_mt", "host_langs", "host_pairs"))):
+        needed = [f for f in model["features"] if f in reads]
+        if needed and not getattr(cfg, section).enabled:
+            raise ConfigError(f"pair_score model {model['name']} ({where}) reads "
+                              f"{', '.join(needed)}: set {section}.enabled=true (and the "
+                              "model's other scorers), or train a model without it")
     if ENGLISH_FLUENCY in model["features"]:
         trained_with, configured = model.get("english_lm"), cfg.pair_score.english_lm
         if not configured or os.path.basename(configured) != os.path.basename(trained_with or ""):
