@@ -14,6 +14,8 @@ import pytest
 from doc_pages import block_under
 from integration_helpers import JIT_OPTS
 
+from jobs.filtering.pair_score_model import auc
+
 REPO = Path(__file__).resolve().parent.parent
 # A bare shell: no venv activated, no SPARK_HOME; only the JIT setting every JVM of the tests
 # runs with (conftest.py: C1 only), which changes no result and ~40% of these cold JVMs' CPU.
@@ -89,15 +91,18 @@ def test_crawled_corpora_as_printed(data_dir: Path) -> None:
     """A crawl's `url1 url2 src tgt label` rows, filtered and queried as the README prints:
     every row has its URLs, its website counted as the registrable domain."""
     lines = readme_block("### Crawled corpora")
-    assert len(lines) == 3 and all("--lake /tmp/sluice-crawl" in line for line in lines)
+    assert len(lines) == 4 and all("--lake /tmp/sluice-crawl" in line for line in lines)
     shutil.rmtree("/tmp/sluice-crawl", ignore_errors=True)
     try:
         done = [subprocess.run(line, shell=True, cwd=REPO, env=BARE_SHELL, capture_output=True,
                                text=True, timeout=600) for line in lines]
         for line, ran in zip(lines, done, strict=True):
             assert ran.returncode == 0, f"{line}\n{ran.stderr[-3000:]}"
-        bitext = ds.dataset("/tmp/sluice-crawl/tables/bitext", partitioning="hive").to_table(
-            columns=["line", "src_url", "tgt_url", "host", "extra"]).to_pylist()
+        def rows_of(pair: str) -> list[dict]:  # each run's files: the columns it stored
+            return ds.dataset(f"/tmp/sluice-crawl/tables/bitext/pair={pair}",
+                              partitioning="hive").to_table().to_pylist()
+
+        bitext = rows_of("en-hr")
         crawl = (data_dir / "crawl/urls/en-hr.tsv").read_text(encoding="utf-8").splitlines()
         assert len(bitext) == len(crawl)
         for row in bitext:
@@ -113,6 +118,15 @@ def test_crawled_corpora_as_printed(data_dir: Path) -> None:
         page = Path("/tmp/sluice-crawl/report.html").read_text(encoding="utf-8")
         websites = page[page.index('<h2 id="hosts">'):page.index('<h2 id="scores">')]
         assert "<td>stroifaq.com</td><td>en-hr</td>" in websites
+        # conf/crawl.yaml's run: the MT evidence stored, the pair_score that reads it decides
+        polish = rows_of("en-pl")
+        judged = [r for r in polish if r["pair_score"] is not None]
+        assert len(judged) >= 25 and all(r["mt_human"] is not None for r in judged)
+        assert sum(r["host_mt"] is not None for r in judged) >= 2  # pairs sharing a scored site
+        labels = {r["line"]: r["extra"][0] for r in polish}
+        valid = [r["pair_score"] for r in judged if labels[r["line"]] == "V"]
+        machine = [r["pair_score"] for r in judged if labels[r["line"]] == "MT"]
+        assert auc(valid, machine) >= 0.7
     finally:
         shutil.rmtree("/tmp/sluice-crawl", ignore_errors=True)
 
