@@ -1,8 +1,9 @@
 """Evidence from a pair's website (its `host`, README "Crawled corpora"): what the other pairs
-from the same site say. A site that machine-translated its pages did so for all of them, and
-big multilingual sites are where MT'd pages come from: on ParaCrawl release 7's labels, the
-number of languages a pair's host has ranks valid pairs above MT ones at AUC 0.67 (fewer is
-likelier valid), its number of other pairs at 0.57 (docs/measurements/crawl-evidence.md).
+from the same site say. A site that machine-translated its pages did so for most of them,
+so the MT detector's mean over a pair's site (`host_mt`) is a pair_score input of the shipped
+crawl model (docs/measurements/crawl-evidence.md). Big multilingual sites are where MT'd
+pages come from; `host_langs` and `host_pairs` count that, on a lake's scale, for models
+trained on a user's own lake.
 
 Per row with a host, over the run's rows and the lake's committed rows of every pair (those
 the run does not rewrite), whatever their outcome:
