@@ -69,6 +69,14 @@ def languages() -> list[str]:
     return sorted(p.name.removeprefix("sorted.en-") for p in (LABELS / TEST).glob("sorted.en-*"))
 
 
+def language_groups() -> list[list[str]]:
+    """The two groups of languages every fold bench holds out in turn (alternate languages in
+    alphabetical order): bench/crawl/mt_evidence.py reads mt_detector.py's fold k as trained
+    on the group that is not k, so the split is written once, here."""
+    langs = languages()
+    return [langs[0::2], langs[1::2]]
+
+
 def training_examples(rows: list[dict], per_lang: int, rng: random.Random) -> list:
     """Per language: up to `per_lang` valid pairs, two made negatives each, and as many
     labelled bad pairs as valid ones."""
@@ -153,7 +161,7 @@ def main() -> None:
         write_json(args.out, ship(args.ship, args.per_lang_train))
         return
     langs = languages()
-    groups = [langs[0::2], langs[1::2]]
+    groups = language_groups()
     rng = random.Random(SEED)
     bi = load_bert(BASE, "cpu", 2)
     result: dict = {"groups": groups, "per_language": {}, "folds": []}

@@ -39,7 +39,15 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.crawl.cross_encoder import BASE, SEED, TEST, TRAIN, languages, rows_of
+from bench.crawl.cross_encoder import (
+    BASE,
+    SEED,
+    TEST,
+    TRAIN,
+    language_groups,
+    languages,
+    rows_of,
+)
 from bench.kit import WMT_OUTPUTS, write_json
 from jobs.filtering.pair_score_model import KEEP_VALID, auc
 from jobs.scorer_training.cross_encoder import held_apart
@@ -149,7 +157,7 @@ def main() -> None:
         write_json(args.out, ship(args.ship, args.per_lang, args.epochs))
         return
     langs = languages()
-    groups = [langs[0::2], langs[1::2]]
+    groups = language_groups()
     rng = random.Random(SEED)
     news = wmt_examples(args.wmt, rng) if args.wmt else []
     result: dict = {"groups": groups, "per_language": {}, "folds": [],

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.crawl.cross_encoder import BASE
+from bench.crawl.cross_encoder import BASE, language_groups
 from bench.crawl.cross_encoder import host as netloc
 from bench.crawl.pair_score import (
     SEED,
@@ -77,8 +77,7 @@ def with_mt_human(df: Any, release: str, detectors: Path, work: Path) -> Any:
     cache = work / f"{release}.mt_human.parquet"
     if cache.is_file():
         return df.assign(mt_human=pd.read_parquet(cache)["mt_human"].to_numpy())
-    langs = all_langs()
-    groups = [langs[0::2], langs[1::2]]
+    groups = language_groups()
     mt = np.full(len(df), np.nan)
     for k, group in enumerate(groups):
         model = CrossEncoder(str(detectors / f"fold{k}" / "model"), BASE, "cpu", 2)
