@@ -63,3 +63,15 @@ def test_bounds_reject_outside_them_and_a_cut_is_a_share_or_bounds(spark) -> Non
     assert got["cut_align_coverage"] == [*range(25), *range(91, 100)]
     with pytest.raises(ConfigError, match="give `drop` .* or `min`/`max`"):
         load_config(None, ["pair=zh-en", "cuts=[{score: lm_src, drop: 0.1, min: -3}]"])
+
+
+def test_two_cuts_on_one_score_need_their_own_names() -> None:
+    """Both ends of one score (ZengHuiMT's LM trim): each cut its own rule, so filter_stats
+    counts each once; two cuts that would share a rule are refused."""
+    ends = ("[{score: lm_src, drop: 0.1, name: lm_src_low}, "
+            "{score: lm_src, drop: 0.1, worst: high, name: lm_src_high}]")
+    cfg = load_config(None, ["lang=en", f"cuts={ends}"])
+    assert rule_sequence(cfg)[-2:] == [("cut", "cut_lm_src_low"), ("cut", "cut_lm_src_high")]
+    with pytest.raises(ConfigError, match=r"cuts\[0\] and cuts\[1\] both reject as cut_lm_src"):
+        load_config(None, ["lang=en", "cuts=[{score: lm_src, drop: 0.1}, "
+                                      "{score: lm_src, drop: 0.1, worst: high}]"])

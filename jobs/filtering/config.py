@@ -292,6 +292,9 @@ class Cut(Strict):
     worst: Literal["low", "high"] = "low"  # with drop: high where more is worse (punct_share)
     min: float | None = None
     max: float | None = None
+    # The reject rule is cut_<name> (default: cut_<score>): two cuts on one score (both ends
+    # of lm_src) each need their own, so that filter_stats counts each cut once.
+    name: str | None = Field(None, pattern=r"^\w+$")
 
     @model_validator(mode="after")
     def one_kind(self) -> Cut:
@@ -303,7 +306,7 @@ class Cut(Strict):
 
     @property
     def rule(self) -> str:
-        return f"cut_{self.score}"
+        return f"cut_{self.name or self.score}"
 
 
 class FilterConfig(JobConfig):
@@ -326,6 +329,18 @@ class FilterConfig(JobConfig):
     cuts: list[Cut] = Field(default_factory=list)  # after the pair scorers, in order
 
     _pair = field_validator("pair")(classmethod(lambda cls, v: pair_form(v)))
+
+    @model_validator(mode="after")
+    def cuts_named_apart(self) -> FilterConfig:
+        """Each cut rejects as its own rule (filter_stats and the funnel count by it)."""
+        seen: dict[str, int] = {}
+        for i, cut in enumerate(self.cuts):
+            if cut.rule in seen:
+                raise ValueError(f"cuts[{seen[cut.rule]}] and cuts[{i}] both reject as "
+                                 f"{cut.rule}: give one of them a `name` (its rule is then "
+                                 "cut_<name>)")
+            seen[cut.rule] = i
+        return self
 
     @model_validator(mode="after")
     def languages_known(self) -> FilterConfig:

@@ -344,11 +344,15 @@ def what_if_section(what_ifs: list[WhatIf], run_id: str, lake_root: str) -> str:
     return "".join(out)
 
 
-def rule_columns(rule: str, mono: bool) -> tuple[str, ...]:
+def rule_columns(rule: str, mono: bool,
+                 cuts: Sequence[dict[str, Any]] = ()) -> tuple[str, ...]:
+    """The score columns a rejected sample of `rule` shows; `cuts`: the run's (a named cut,
+    `cut_<name>`, shows its score)."""
     if rule in BY_NAME:
         return tuple(rule_score_names(BY_NAME[rule], mono))
     if rule.startswith("cut_"):
-        return (rule.removeprefix("cut_"),)
+        named = {f"cut_{c.get('name') or c['score']}": c["score"] for c in cuts}
+        return (named.get(rule, rule.removeprefix("cut_")),)
     return SCORER_RULE_COLUMNS.get(rule, ())
 
 
@@ -381,7 +385,8 @@ def samples_section(d: ReportData) -> str:
                    key=lambda rule: (step.get(rule, len(step)), rule))  # in funnel order
     for rule in rules:
         rows = [r for r in d.rejected_samples if r["reject_rule"] == rule]
-        columns = [c for c in rule_columns(rule, mono) if c in rows[0]]
+        columns = [c for c in rule_columns(rule, mono, d.run.config.get("cuts") or [])
+                   if c in rows[0]]
         cells = []
         for r in rows:
             scores = ", ".join(f"{c}={number(r[c])}" for c in columns)
