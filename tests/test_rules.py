@@ -150,8 +150,9 @@ ZH_EN: dict[str, tuple[str, str, str | None, dict]] = {
     # marks of each language): the same imbalance passes.
     "quote_split_on_both_sides": (f"“{C[0]}", f'"{C[1]}', None, {"bracket_mismatch": 0}),
     "german_quote_split_on_both_sides": (f"「{B[0]}", f"„{B[1]}", None, {"bracket_mismatch": 0}),
-    # A bracket opened and never closed inside a sentence is rejected as the seed systems
-    # (ZengHuiMT, HW-TSC) reject it, even when both sides leave it open (issue 23).
+    # A bracket opened and never closed inside a sentence is rejected as HW-TSC WMT21 rejects
+    # it ("Filter out sentences with mismatched parentheses and quotation marks"), even when
+    # both sides leave it open (issue 23). ZengHuiMT lists no bracket rule.
     "bracket_open_on_both_sides": (
         A[0].replace("在棉兰老岛", "在棉兰老岛（菲律宾南部"),
         A[1].replace("in ", "in (", 1),

@@ -1,7 +1,9 @@
 """Word-alignment scores for the filter job: train fast_align on a sample of the run's clean
 pairs, then score every surviving pair in parallel with the parameters fixed.
 
-Published recipe (ZengHuiMT WMT21): fast_align, drop pairs whose lexical coverage is below 0.6.
+After ZengHuiMT WMT21: "The sentence pairs with confidence scores below 0.6 are discarded", its
+confidence the mean of the two directions' shares of tokens with a counterpart (from a phrase
+table built on fast_align's alignments; here fast_align's own links, below).
 Training: fast_align through the PyPI package `systran-align`; scoring: fast_align's model with
 the learned tables in numpy (`udfs/align_model.py` says why, with measurements).
 

@@ -1,6 +1,9 @@
 """Sentence-level BLEU and chrF of a synthetic sentence against its reference: the filter of
-distilled pairs (DiDi WMT20 drops forward-translated bitext whose output scores under 28
-sentence-BLEU against the bitext's own target). sacrebleu computes both, as WMT reports them:
+distilled pairs. Issue 38's reading of DiDi WMT20 ("we filter out data according to the
+sentence-level BLEU scores whose English translations lower than 28"): the teacher translates
+the bitext's source and the output is scored against the bitext's own target. The paper does
+not say what it scores against, and its introduction has distillation use "source-side
+monolingual data", which has no reference. sacrebleu computes both, as WMT reports them:
 BLEU with its `exp` smoothing and effective order (a short sentence without 4-gram matches
 does not score 0), tokenized for the target language (`zh` for Chinese, characters for the
 other languages written without spaces, `13a` elsewhere); chrF with its defaults."""
