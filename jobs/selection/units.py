@@ -29,7 +29,8 @@ UNITS: tuple[MethodUnit, ...] = (
     # cc_net: perplexity under a general LM, selected by percentile bucket
     MethodUnit("lm_fluency", lower_is_better=True, needs_seed=False, own_cut=True,
                mono_only=True),
-    # DiDi WMT20: KMeans clusters on sentence embeddings, the seed's clusters selected
+    # After DiDi WMT20 (two clusters of BERT [CLS] vectors): KMeans clusters on sentence
+    # embeddings, the seed's clusters selected
     MethodUnit("kmeans_domains", lower_is_better=False, own_cut=True, uses_encoder=True),
     # DiDi WMT20: a fine-tuned BERT classifier's in-domain probability (udfs/domain_bert.py)
     MethodUnit("bert_domain", lower_is_better=False),
