@@ -169,7 +169,7 @@ def test_the_shipped_model_needs_the_scorers_it_was_trained_with() -> None:
                                                 "pair_score.english_lm=null"], {"pair": "en-fr"}))
 
 
-def test_a_model_reading_the_mt_detector_or_websites_needs_them_on() -> None:
+def test_a_model_reading_the_classifiers_or_websites_needs_them_on() -> None:
     from jobs.filtering.config import load_config
     from jobs.filtering.pair_score_model import check_scorers
 
@@ -180,3 +180,8 @@ def test_a_model_reading_the_mt_detector_or_websites_needs_them_on() -> None:
         check_scorers(model, load_config(None, on[1:], {"pair": "en-fr"}))
     with pytest.raises(ConfigError, match="reads host_mt: set hosts.enabled"):
         check_scorers(model, load_config(None, on[:1], {"pair": "en-fr"}))
+    adequacy = {"name": "crawl-ce", "pair": "en-fr", "features": ["cross_encoder", "mt_human"]}
+    with pytest.raises(ConfigError, match="reads cross_encoder: set cross_encoder.enabled"):
+        check_scorers(adequacy, load_config(None, on, {"pair": "en-fr"}))
+    check_scorers(adequacy, load_config(None, [*on, "cross_encoder.enabled=true"],
+                                        {"pair": "en-fr"}))

@@ -85,3 +85,14 @@ def test_a_run_stored_before_the_pair_score_settings_reads_as_it_ran(spark) -> N
     assert not cfg.pair_score.decides_alone and not cfg.pair_score.fit_to_run
     assert [r for _, r in rule_sequence(cfg)][-len(SCORER_RULES):] == [u.rule for u in SCORER_RULES]
     assert stored_filter_config(today) == today  # a run that stored them keeps its own
+
+
+def test_the_cross_encoder_is_a_pair_score_input_when_the_pair_score_decides_alone() -> None:
+    def rules(*sets: str) -> list[str]:
+        cfg = load_config(None, ["cross_encoder.enabled=true", *sets], {"pair": "is-en"})
+        return [u.rule for u in scorer_rules(cfg)]
+
+    assert rules() == ["cross_encoder"]  # alone: its model's threshold decides
+    assert "cross_encoder" not in rules("pair_score.enabled=true")
+    assert "cross_encoder" in rules("pair_score.enabled=true", "pair_score.decides_alone=false")
+    assert "cross_encoder" in rules("pair_score.enabled=true", "cross_encoder.min_score=0.2")

@@ -70,6 +70,13 @@ def capitals_gap(src: Column, tgt: Column) -> Column:
     return F.abs(a - b) / (F.greatest(a, b) + 1.0)
 
 
+def log_odds(p: Column, floor: float = 1e-4) -> Column:
+    """log(p / (1 - p)), p kept within [floor, 1 - floor]: a probability a linear model can
+    weigh."""
+    clipped = F.least(F.greatest(p, F.lit(floor)), F.lit(1 - floor))
+    return F.log(clipped / (1 - clipped))
+
+
 @dataclass(frozen=True)
 class Feature:
     name: str
@@ -114,6 +121,11 @@ FEATURES: tuple[Feature, ...] = (
     # and machine-translated crawl English reads less like edited text (issue 39's probe,
     # bench/crawl/mt_probe.py). Null on a pair with no English side.
     Feature("english_fluency", ("english_lm",), lambda r: F.col("english_lm"), +1),
+    # The fine-tuned cross-encoder's probability that the pair is a valid translation, as
+    # log-odds: the classifier's probabilities crowd at 0 and 1, where a linear model cannot
+    # tell 0.99 from 0.9999 (bench/crawl/mt_evidence.py measured both).
+    Feature("cross_encoder", ("cross_encoder",), lambda r: log_odds(F.col("cross_encoder")),
+            +1),
     # The MT detector's probability that the translation is human text (udfs/cross_encoder.py).
     Feature("mt_human", ("mt_human",), lambda r: F.col("mt_human"), +1),
     # The pair's website (jobs/filtering/hosts.py): what its other pairs say. Big multilingual

@@ -68,24 +68,34 @@ def hosts_of(release: str, lang: str) -> list[str | None]:
     return out
 
 
-def with_mt_human(df: Any, release: str, detectors: Path, work: Path) -> Any:
-    """`mt_human` of every pair, from the fold model that never saw its language (cached)."""
+def with_fold_scores(df: Any, release: str, column: str, models: Path, work: Path) -> Any:
+    """`column` of every pair, from the fold model that never saw its language (cached):
+    models/fold{k} (or models/fold{k}/model, the MT detector bench's layout) scores group k."""
     import pandas as pd
 
     from udfs.cross_encoder_model import CrossEncoder
 
-    cache = work / f"{release}.mt_human.parquet"
+    cache = work / f"{release}.{column}.parquet"
     if cache.is_file():
-        return df.assign(mt_human=pd.read_parquet(cache)["mt_human"].to_numpy())
-    groups = language_groups()
-    mt = np.full(len(df), np.nan)
-    for k, group in enumerate(groups):
-        model = CrossEncoder(str(detectors / f"fold{k}" / "model"), BASE, "cpu", 2)
+        return df.assign(**{column: pd.read_parquet(cache)[column].to_numpy()})
+    out = np.full(len(df), np.nan)
+    for k, group in enumerate(language_groups()):
+        fold = models / f"fold{k}"
+        fold = fold / "model" if (fold / "model").is_dir() else fold
+        model = CrossEncoder(str(fold), BASE, "cpu", 2)
         mask = df.lang.isin(group).to_numpy()
-        mt[mask] = model.score(df.src[mask].tolist(), df.tgt[mask].tolist())
-        print(f"{release}: mt_human of {int(mask.sum())} pairs of {' '.join(group)}", flush=True)
-    pd.DataFrame({"mt_human": mt}).to_parquet(cache)
-    return df.assign(mt_human=mt)
+        out[mask] = model.score(df.src[mask].tolist(), df.tgt[mask].tolist())
+        print(f"{release}: {column} of {int(mask.sum())} pairs of {' '.join(group)}", flush=True)
+    pd.DataFrame({column: out}).to_parquet(cache)
+    return df.assign(**{column: out})
+
+
+def with_cross_encoder(df: Any, release: str, models: Path, work: Path) -> Any:
+    """`cross_encoder` out of fold, as the pair_score reads it: log-odds
+    (udfs/pair_features.py `log_odds`, the same floor)."""
+    df = with_fold_scores(df, release, "cross_encoder", models, work)
+    p = np.clip(df.cross_encoder.to_numpy(dtype=float), 1e-4, 1 - 1e-4)
+    return df.assign(cross_encoder=np.log(p / (1 - p)))
 
 
 def with_hosts(df: Any, release: str) -> Any:
@@ -117,26 +127,34 @@ def linear(train: Any, names: list[str]) -> dict[str, Any]:
     return {**model, **thresholds(scores(model, x)[y == 1])}
 
 
-def ship(train: Any, out: Path) -> None:
+def ship(train: Any, out: Path, cross_encoder: bool) -> None:
     """The shipped model with the MT evidence: bench/crawl/pair_score.py's, with
-    NEW_FEATURES, each pair's `mt_human` from a detector that never saw its language (what
-    the shipped detector gives a language it was not trained on)."""
+    NEW_FEATURES (and `cross_encoder`), each pair's `mt_human` (`cross_encoder`) from a fold
+    model that never saw its language (what the shipped one gives a language it was not
+    trained on)."""
     import json
     from datetime import UTC, datetime
 
     base = out.with_name("paracrawl-use.json")
     manifest = json.loads(base.read_text(encoding="utf-8"))
-    model = trained(train, [*SHIPPED_FEATURES, *NEW_FEATURES])
+    model = trained(train, [*SHIPPED_FEATURES, *NEW_FEATURES,
+                            *(["cross_encoder"] if cross_encoder else [])])
     for key in ("weights", "means", "stds", "shapes", "c", "intercept", "learner"):
         manifest.pop(key, None)
     manifest.update(model)
     manifest.update({
         "name": out.stem,
         "source": manifest["source"] + "; mt_human by MT detectors that never saw the pair's "
-                  "language (bench/crawl/mt_detector.py's folds), the host features over "
-                  "the release's labelled pairs of all 25 languages",
-        "trained_by": f"python -m bench.crawl.mt_evidence --detectors DIR --ship {out}",
+                  "language (bench/crawl/mt_detector.py's folds)"
+                  + ("; cross_encoder by cross-encoders that never saw it "
+                     "(bench/crawl/cross_encoder.py's folds)" if cross_encoder else "")
+                  + "; the host features over the release's labelled pairs of all 25 "
+                    "languages",
+        "trained_by": "python -m bench.crawl.mt_evidence --detectors DIR "
+                      + ("--cross-encoders DIR " if cross_encoder else "") + f"--ship {out}",
         "mt_detector": "conf/mt_detector/paracrawl-e5-small", "hosts": True,
+        **({"cross_encoder": "conf/cross_encoder/paracrawl-e5-small"} if cross_encoder
+           else {}),
         "created": datetime.now(UTC).isoformat(timespec="seconds")})
     out.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(f"{out}: AUC valid vs rest, each language scored by the model fitted without it: "
@@ -158,6 +176,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--detectors", type=Path, required=True)
+    p.add_argument("--cross-encoders", type=Path,
+                   help="also a model with `cross_encoder`: DIR/fold{0,1} of "
+                   "bench/crawl/cross_encoder.py (its --work)")
     p.add_argument("--work", type=Path, default=Path("/tmp/sluice-crawl-pair-score"))
     p.add_argument("--langs", default="")
     p.add_argument("--ship", type=Path, help="train on all of release 6.2 with the MT "
@@ -172,11 +193,14 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     data = cached_features(args.work, all_langs(), "use-multilingual")
     for release in (TRAIN_RELEASE, TEST_RELEASE):
-        data[release] = with_hosts(with_mt_human(data[release], release, args.detectors,
-                                                 args.work), release)
+        data[release] = with_hosts(with_fold_scores(data[release], release, "mt_human",
+                                                    args.detectors, args.work), release)
+        if args.cross_encoders:
+            data[release] = with_cross_encoder(data[release], release, args.cross_encoders,
+                                               args.work)
     train_all, test_all = data[TRAIN_RELEASE], data[TEST_RELEASE]
     if args.ship:
-        ship(train_all, args.ship)
+        ship(train_all, args.ship, bool(args.cross_encoders))
         return
     langs = [x for x in args.langs.split(",") if x] or all_langs()
     rng = np.random.default_rng(SEED)
@@ -187,6 +211,9 @@ def main() -> None:
         results[lang] = {}
         configs = [("shipped_features", list(SHIPPED_FEATURES)),
                    ("with_mt_evidence", [*SHIPPED_FEATURES, *NEW_FEATURES])]
+        if args.cross_encoders:
+            configs.append(("with_cross_encoder", [*SHIPPED_FEATURES, *NEW_FEATURES,
+                                                   "cross_encoder"]))
         if args.lake_scaled:
             configs.append(("with_lake_counts", [*SHIPPED_FEATURES, *NEW_FEATURES,
                                                  *LAKE_SCALED]))

@@ -395,7 +395,8 @@ def check_scorers(model: dict[str, Any], cfg: Any) -> None:
                           f"{cfg.embedding.encoder}: train one with it "
                           "(python jobs/train_pair_score.py), or embed as the model did "
                           f"(--set embedding.encoder={model.get('encoder')})")
-    for section, reads in (("mt_detector", ("mt_human", "host_mt")),
+    for section, reads in (("cross_encoder", ("cross_encoder",)),
+                           ("mt_detector", ("mt_human", "host_mt")),
                            ("hosts", ("host_mt", "host_langs", "host_pairs"))):
         needed = [f for f in model["features"] if f in reads]
         if needed and not getattr(cfg, section).enabled:

@@ -140,9 +140,13 @@ SCORER_RULES: tuple[ScorerRule, ...] = (
                 "embedding.encoders.*.min_cosine_by_pair*")),
     ScorerRule("embedding", "embed", "embed_margin", "embed_margin", _margin_applies, _margin,
                ("embedding.encoders.*.min_margin",)),
+    # Like align and embedding, a pair_score input that decides alone with it, unless its own
+    # min_score is set.
     ScorerRule("cross_encoder", "cross_encoder", "cross_encoder", "cross_encoder",
-               lambda cfg: cfg.cross_encoder.enabled, _classifier("cross_encoder"),
-               ("cross_encoder.min_score",)),
+               lambda cfg: cfg.cross_encoder.enabled and (
+                   cfg.cross_encoder.min_score is not None or _gates(cfg)),
+               _classifier("cross_encoder"), ("cross_encoder.min_score",
+                                              "pair_score.decides_alone")),
     # A rule only where min_score is set: the detector is a pair_score input first.
     ScorerRule("mt_detector", "mt_detector", "mt_human", "mt_human",
                lambda cfg: cfg.mt_detector.enabled and cfg.mt_detector.min_score is not None,
