@@ -118,10 +118,14 @@ def test_crawled_corpora_as_printed(data_dir: Path) -> None:
         page = Path("/tmp/sluice-crawl/report.html").read_text(encoding="utf-8")
         websites = page[page.index('<h2 id="hosts">'):page.index('<h2 id="scores">')]
         assert "<td>stroifaq.com</td><td>en-hr</td>" in websites
-        # conf/crawl.yaml's run: the MT evidence stored, the pair_score that reads it decides
+        # conf/crawl.yaml's run: the MT evidence and the cross-encoder's score stored, the
+        # pair_score that reads them decides alone
         polish = rows_of("en-pl")
         judged = [r for r in polish if r["pair_score"] is not None]
-        assert len(judged) >= 25 and all(r["mt_human"] is not None for r in judged)
+        assert len(judged) >= 25
+        assert all(r["mt_human"] is not None and r["cross_encoder"] is not None for r in judged)
+        assert {r["reject_rule"] for r in polish if r["reject_stage"] in (
+            "cross_encoder", "mt_detector", "pair_score")} <= {"pair_score"}
         assert sum(r["host_mt"] is not None for r in judged) >= 2  # pairs sharing a scored site
         labels = {r["line"]: r["extra"][0] for r in polish}
         valid = [r["pair_score"] for r in judged if labels[r["line"]] == "V"]
