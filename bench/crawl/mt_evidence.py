@@ -13,15 +13,20 @@ judged on release 7's pairs of L the rules keep. The features are the shipped mo
   (url1's registrable domain), from the same out-of-fold scores, never a label; with
   `--lake-scaled`, a third model also reads `host_langs` and `host_pairs`, counted over the
   same labelled pairs (a sample: a lake's counts are on another scale);
-- `src_tok_artifacts`, `tgt_tok_artifacts`.
+- `src_tok_artifacts`, `tgt_tok_artifacts`;
+- with `--cross-encoders DIR`, a third model also reads `cross_encoder` (as log-odds), each
+  pair scored by the fold model of bench/crawl/cross_encoder.py that never saw its language
+  (DIR/fold{0,1}, that bench's --work).
 
 Beside the AUCs over all of L's kept pairs, the same over those whose website no training
 pair came from ("hosts apart"). The detectors' scores are cached in --work (~20 minutes for
 both releases on 2 cores); the fits take ~40 minutes (`--linear`: a few).
 
     python -m bench.crawl.mt_evidence --detectors /tmp/sluice-mt-detector [--work DIR]
+        [--cross-encoders /tmp/sluice-cross-encoder] [--encoder e5-small]
         [--langs da,fr,...] [--linear] [--lake-scaled] [--out result.json]
-    python -m bench.crawl.mt_evidence --detectors DIR --ship conf/pair_score/paracrawl-use-mt.json
+    python -m bench.crawl.mt_evidence --detectors DIR --cross-encoders DIR \
+        [--encoder e5-small] --ship conf/pair_score/paracrawl-use-mt.json
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ from udfs.hosts import registrable
 # trained on a user's own lake can read them); host_mt, a mean, carries over.
 NEW_FEATURES = ("mt_human", "host_mt", "src_tok_artifacts", "tgt_tok_artifacts")
 LAKE_SCALED = ("host_langs", "host_pairs")
+# The shipped pair_score of each encoder, whose manifest the MT-evidence model extends.
+SHIPPED = {"use-multilingual": "paracrawl-use.json", "e5-small": "paracrawl-e5-small.json"}
 
 
 def hosts_of(release: str, lang: str) -> list[str | None]:
@@ -127,7 +134,7 @@ def linear(train: Any, names: list[str]) -> dict[str, Any]:
     return {**model, **thresholds(scores(model, x)[y == 1])}
 
 
-def ship(train: Any, out: Path, cross_encoder: bool) -> None:
+def ship(train: Any, out: Path, cross_encoder: bool, encoder: str) -> None:
     """The shipped model with the MT evidence: bench/crawl/pair_score.py's, with
     NEW_FEATURES (and `cross_encoder`), each pair's `mt_human` (`cross_encoder`) from a fold
     model that never saw its language (what the shipped one gives a language it was not
@@ -135,7 +142,7 @@ def ship(train: Any, out: Path, cross_encoder: bool) -> None:
     import json
     from datetime import UTC, datetime
 
-    base = out.with_name("paracrawl-use.json")
+    base = out.with_name(SHIPPED[encoder])  # the encoder's model without the MT evidence
     manifest = json.loads(base.read_text(encoding="utf-8"))
     model = trained(train, [*SHIPPED_FEATURES, *NEW_FEATURES,
                             *(["cross_encoder"] if cross_encoder else [])])
@@ -151,7 +158,8 @@ def ship(train: Any, out: Path, cross_encoder: bool) -> None:
                   + "; the host features over the release's labelled pairs of all 25 "
                     "languages",
         "trained_by": "python -m bench.crawl.mt_evidence --detectors DIR "
-                      + ("--cross-encoders DIR " if cross_encoder else "") + f"--ship {out}",
+                      + ("--cross-encoders DIR " if cross_encoder else "")
+                      + f"--encoder {encoder} --ship {out}",
         "mt_detector": "conf/mt_detector/paracrawl-e5-small", "hosts": True,
         **({"cross_encoder": "conf/cross_encoder/paracrawl-e5-small"} if cross_encoder
            else {}),
@@ -180,6 +188,8 @@ def main() -> None:
                    help="also a model with `cross_encoder`: DIR/fold{0,1} of "
                    "bench/crawl/cross_encoder.py (its --work)")
     p.add_argument("--work", type=Path, default=Path("/tmp/sluice-crawl-pair-score"))
+    p.add_argument("--encoder", default="use-multilingual", choices=sorted(SHIPPED),
+                   help="the cosine's encoder (bench/crawl/pair_score.py's feature cache)")
     p.add_argument("--langs", default="")
     p.add_argument("--ship", type=Path, help="train on all of release 6.2 with the MT "
                    "evidence; write the model (conf/pair_score/paracrawl-use-mt.json)")
@@ -191,7 +201,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=Path("mt_evidence.json"))
     args = p.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    data = cached_features(args.work, all_langs(), "use-multilingual")
+    data = cached_features(args.work, all_langs(), args.encoder)
     for release in (TRAIN_RELEASE, TEST_RELEASE):
         data[release] = with_hosts(with_fold_scores(data[release], release, "mt_human",
                                                     args.detectors, args.work), release)
@@ -200,7 +210,7 @@ def main() -> None:
                                                args.work)
     train_all, test_all = data[TRAIN_RELEASE], data[TEST_RELEASE]
     if args.ship:
-        ship(train_all, args.ship, bool(args.cross_encoders))
+        ship(train_all, args.ship, bool(args.cross_encoders), args.encoder)
         return
     langs = [x for x in args.langs.split(",") if x] or all_langs()
     rng = np.random.default_rng(SEED)
