@@ -57,6 +57,8 @@ def test_every_recipe_file_is_a_valid_config_of_its_job(path: Path) -> None:
     elif path.stem == "distill":
         stream = load_translate_config(path).streams[0]
         assert stream.reference.column and stream.reference.min_bleu == 28
+    elif path.stem.startswith("translate"):
+        assert load_translate_config(path).streams
     else:
         assert path.stem == "mix"
         load_mix_config(path)
@@ -143,6 +145,50 @@ def test_the_numbers_the_papers_give_are_the_configs_as_loaded_with_the_papers_w
     assert (labse.min_cosine, labse.min_cosine_for("ru-zh")) == (0.8, 0.7)
     defaults = (REPO / "conf" / "defaults.yaml").read_text(encoding="utf-8")
     assert "published recipe" not in defaults and "HW-TSC WMT21 triangular" in defaults
+
+
+def test_the_ftst_recipes_sample_and_beam_as_the_papers_say() -> None:
+    """Issue 68 item 2: HW-TSC news back-translates by top-k sampling for high-resource pairs
+    and by beam for low-resource ones, forward-translates by beam, balanced; the triangular
+    task forward-translates ru-en's Russian in three disjoint sets, samples zh->ru three times."""
+    news, tri = RECIPES / "hwtsc-wmt21-news", RECIPES / "hwtsc-wmt21-triangular-ru-zh"
+    said = "adopt top-k sampling for high-resource languages, and adopt beam search for " \
+        "low-resource languages"
+    high = load_translate_config(news / "translate-zh-en.yaml")
+    assert high.balance and {s.direction for s in high.streams} == {"zh-en", "en-zh"}
+    assert {(s.role, s.method) for s in high.streams} == {("back", "sampling"), ("forward", "beam")}
+    assert all(s.topk > 0 for s in high.streams if s.method == "sampling")
+    low = load_translate_config(news / "translate-ha-en.yaml")
+    assert low.balance and {s.direction for s in low.streams} == {"ha-en", "en-ha"}
+    assert {s.method for s in low.streams} == {"beam"}
+    for path in (news / "translate-zh-en.yaml", news / "translate-ha-en.yaml"):
+        assert said in comments(path) and "translate monolingual data using beam search" \
+            in comments(path), path
+        assert re.search(r"beam_size: 4 +# chosen here", path.read_text(encoding="utf-8"))
+    # The second zh/en round adds right-to-left forward streams: "we adopt the R2L model".
+    two = load_translate_config(news / "translate-zh-en-round2.yaml")
+    assert two.round == 2 and two.balance
+    r2l = [s for s in two.streams if s.name.endswith("-r2l")]
+    assert len(r2l) == 2 and {(s.role, s.method) for s in r2l} == {("forward", "beam")}
+    for direction in ("zh-en", "en-zh"):  # forward and back halves of equal weight
+        mine = [s for s in two.streams if s.direction == direction]
+        assert sum(s.weight for s in mine if s.role == "forward") == sum(
+            s.weight for s in mine if s.role == "back")
+    assert "In this round, we adopt the R2L model" in comments(news / "translate-zh-en-round2.yaml")
+    ftst = load_translate_config(tri / "translate-ftst.yaml")
+    fwd = [s for s in ftst.streams if s.role == "forward"]
+    back = [s for s in ftst.streams if s.role == "back"]
+    assert ftst.balance and len(fwd) == len(back) == 3
+    assert {(s.direction, s.method, s.input.table, s.input.column) for s in fwd} == {
+        ("ru-zh", "beam", "bitext_clean", "src")}
+    assert sorted(s.input.where[-1] for s in fwd) == ["0", "1", "2"]  # disjoint thirds
+    assert len({s.model for s in fwd}) == 3
+    assert {(s.direction, s.method) for s in back} == {("zh-ru", "sampling")}
+    assert len({s.seed for s in back}) == 3 and len({s.input.sample_seed for s in back}) == 1
+    for words in ("we use the source side of ru2en data for forward translation, which is done "
+                  "based on beam search", "We adopt the top-k sampling method",
+                  "split them into three sets", "We repeat back translation for three times"):
+        assert words in comments(tri / "translate-ftst.yaml"), words
 
 
 def test_each_filter_recipe_names_its_jobs_in_order_and_what_the_user_provides() -> None:
@@ -328,6 +374,12 @@ def test_the_triangular_recipe_filters_three_pairs_takes_mono_and_builds_its_cur
         F.col("run_id").isin("tri-ru-zh", "tri-en-zh") & (F.col("outcome") == "clean"))
     assert sum(mono.values()) == clean_zh.count()
     assert mono.get("duplicate", 0) >= 1  # the same Chinese line as the target of both pairs
+    # FTST's three forward streams: their `where`s split ru-en's clean Russian into thirds.
+    ru_en = spark.read.parquet(str(lake_root / DB / "tables" / "bitext")).where(
+        (F.col("run_id") == "tri-ru-en") & (F.col("outcome") == "clean"))
+    ftst = load_translate_config(RECIPES / recipe / "translate-ftst.yaml")
+    thirds = [ru_en.where(s.input.where).count() for s in ftst.streams if s.role == "forward"]
+    assert sum(thirds) == ru_en.count() and all(thirds), thirds
     assert mix_main(["--config", str(RECIPES / recipe / "mix.yaml"), "--lake",
                      str(lake_root / DB), "--set", f"lake.database={DB}",
                      "--run-id", "tri-mix"]) == 0
