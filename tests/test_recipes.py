@@ -191,6 +191,18 @@ def test_the_ftst_recipes_sample_and_beam_as_the_papers_say() -> None:
         assert words in comments(tri / "translate-ftst.yaml"), words
 
 
+def test_didi_back_translates_by_noised_beam_at_the_papers_probabilities() -> None:
+    """DiDi WMT20: "we delete words, replace words by a filler token and swap words according
+    to a random permutation with the probability of 0.05", on a beam search's output."""
+    path = RECIPES / "didi-wmt20-zh-en" / "translate-bt.yaml"
+    bt, kd = load_translate_config(path).streams
+    assert (bt.direction, bt.role, bt.method) == ("en-zh", "back", "noised_beam")
+    assert (bt.noise.delete, bt.noise.filler, bt.noise.swap) == (0.05, 0.05, 0.05)
+    assert (kd.direction, kd.role, kd.method) == ("zh-en", "forward", "beam")
+    assert "swap words according to a random permutation with the probability of 0.05" in \
+        comments(path)
+
+
 def test_each_filter_recipe_names_its_jobs_in_order_and_what_the_user_provides() -> None:
     for name in NAMES:
         text = (RECIPES / name / "filter.yaml").read_text(encoding="utf-8")
