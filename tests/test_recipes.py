@@ -203,6 +203,22 @@ def test_didi_back_translates_by_noised_beam_at_the_papers_probabilities() -> No
         comments(path)
 
 
+def test_zenghuimt_back_translates_half_the_mono_then_four_in_domain_portions() -> None:
+    """ZengHuiMT: "using half of the filtered monolingual data"; the in-domain sentences
+    "divided into four equal portions", four of English and four of Chinese."""
+    zeng = RECIPES / "zenghuimt-wmt21-zh-en"
+    half = load_translate_config(zeng / "translate-bt.yaml").streams
+    assert {(s.direction, s.role) for s in half} == {("zh-en", "back"), ("en-zh", "back")}
+    assert all(s.input.where.endswith("pmod(xxhash64(row_id), 2) = 0") for s in half)
+    assert "using half of the filtered monolingual data" in comments(zeng / "translate-bt.yaml")
+    portions = load_translate_config(zeng / "translate-bt-indomain.yaml").streams
+    for lang, direction in (("en", "en-zh"), ("zh", "zh-en")):
+        mine = [s for s in portions if s.direction == direction]
+        assert sorted(s.input.where[-1] for s in mine) == ["0", "1", "2", "3"]
+        assert all(f"key = '{lang}' AND selected" in s.input.where for s in mine)
+    assert "divided into four equal portions" in comments(zeng / "translate-bt-indomain.yaml")
+
+
 def test_each_filter_recipe_names_its_jobs_in_order_and_what_the_user_provides() -> None:
     for name in NAMES:
         text = (RECIPES / name / "filter.yaml").read_text(encoding="utf-8")
