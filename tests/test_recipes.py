@@ -60,7 +60,7 @@ def test_every_recipe_file_is_a_valid_config_of_its_job(path: Path) -> None:
     elif path.stem.startswith("translate"):
         assert load_translate_config(path).streams
     else:
-        assert path.stem == "mix"
+        assert path.stem == "mix" or path.stem.startswith("mix-")
         load_mix_config(path)
     # Every config a recipe's commands name is one of its files.
     for named in re.findall(r"conf/recipes/([\w.-]+/[\w.-]+\.yaml)", text):
@@ -217,6 +217,21 @@ def test_zenghuimt_back_translates_half_the_mono_then_four_in_domain_portions() 
         assert sorted(s.input.where[-1] for s in mine) == ["0", "1", "2", "3"]
         assert all(f"key = '{lang}' AND selected" in s.input.where for s in mine)
     assert "divided into four equal portions" in comments(zeng / "translate-bt-indomain.yaml")
+
+
+def test_hwtsc_news_fine_tunes_on_past_test_sets_and_noised_distillation() -> None:
+    """HW-TSC news: "We conduct data distillation on source sentences from WMT 2017 and 2018
+    news test sets, mix the generated data with the original data, and add noises to the
+    target side"; the test sets registered as dev sets, so decontamination keeps them."""
+    news = RECIPES / "hwtsc-wmt21-news"
+    ekd = load_translate_config(news / "translate-ekd-zh-en.yaml").streams
+    assert all(s.input.corpora == ["newstest2017", "newstest2018"] for s in ekd)
+    mix = load_mix_config(news / "mix-finetune-zh-en.yaml")
+    assert {(e.name, e.role) for e in mix.eval_sets} == {("newstest2017", "dev"),
+                                                          ("newstest2018", "dev")}
+    (kd,) = [s for s in mix.sources if s.table == "synthetic"]
+    assert kd.noise and kd.where == f"stream = '{ekd[0].name}'"
+    assert "add noises to the target side" in comments(news / "mix-finetune-zh-en.yaml")
 
 
 def test_each_filter_recipe_names_its_jobs_in_order_and_what_the_user_provides() -> None:
