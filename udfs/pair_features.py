@@ -70,7 +70,12 @@ def capitals_gap(src: Column, tgt: Column) -> Column:
     return F.abs(a - b) / (F.greatest(a, b) + 1.0)
 
 
-def log_odds(p: Column, floor: float = 1e-4) -> Column:
+# How close to 0 or 1 a probability feature may come before its log-odds (the benches that
+# train on these features clip with the same floor).
+LOG_ODDS_FLOOR = 1e-4
+
+
+def log_odds(p: Column, floor: float = LOG_ODDS_FLOOR) -> Column:
     """log(p / (1 - p)), p kept within [floor, 1 - floor]: a probability a linear model can
     weigh."""
     clipped = F.least(F.greatest(p, F.lit(floor)), F.lit(1 - floor))

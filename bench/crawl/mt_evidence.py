@@ -53,6 +53,7 @@ from bench.crawl.rule_loss import LABELS
 from bench.kit import write_json
 from jobs.filtering.pair_score_model import auc, scores
 from udfs.hosts import registrable
+from udfs.pair_features import LOG_ODDS_FLOOR
 
 # host_pairs and host_langs count a lake's pairs: over these labelled samples (1,000 pairs a
 # language) their scale is not a real lake's, so the shipped model leaves them out (a model
@@ -101,7 +102,7 @@ def with_cross_encoder(df: Any, release: str, models: Path, work: Path) -> Any:
     """`cross_encoder` out of fold, as the pair_score reads it: log-odds
     (udfs/pair_features.py `log_odds`, the same floor)."""
     df = with_fold_scores(df, release, "cross_encoder", models, work)
-    p = np.clip(df.cross_encoder.to_numpy(dtype=float), 1e-4, 1 - 1e-4)
+    p = np.clip(df.cross_encoder.to_numpy(dtype=float), LOG_ODDS_FLOOR, 1 - LOG_ODDS_FLOOR)
     return df.assign(cross_encoder=np.log(p / (1 - p)))
 
 
