@@ -272,6 +272,14 @@ class Rule:
     pair_only: bool = False  # needs both sides: skipped on monolingual text
 
 
+def pair_setting(row: Row, name: str) -> Any:
+    """Setting `name`, or its value for this row's pair in `<name>_by_pair` (keyed `xx-yy`,
+    in either order: the settings it holds are symmetric)."""
+    by_pair = row.settings[f"{name}_by_pair"]
+    a, b = row.src.lang, row.tgt.lang
+    return by_pair.get(f"{a}-{b}", by_pair.get(f"{b}-{a}", row.settings[name]))
+
+
 # --- The rules -----------------------------------------------------------------------------
 # Scores used by more than one rule are declared once and listed by each.
 
@@ -482,10 +490,14 @@ RULES: tuple[Rule, ...] = (
                 row.tgt.analysis("nonspace_chars"))),
         ),
         fails=lambda row: (F.col("copied_words") >= row.settings["min_copied_words"])
-        & (F.col("copy_share") > row.settings["max_copy_share"]),
+        & (F.col("copy_share") > pair_setting(row, "max_copy_share")),
         settings=(
             Setting("max_copy_share", float, "most share of a side in words copied across",
                     cuts="copy_share", bound="max"),
+            # Related languages share words their human translations keep (Croatian and
+            # Serbian, Indonesian and Malay): a higher bar for such a pair, either order.
+            Setting("max_copy_share_by_pair", dict[str, float],
+                    "max_copy_share for a pair of related languages"),
             Setting("min_copied_words", int, "fewer shared words never fail"),
         ),
         pair_only=True,

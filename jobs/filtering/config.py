@@ -84,6 +84,12 @@ class RulesConfBase(Strict):
         twice = sorted({name for name in self.order if self.order.count(name) > 1})
         if twice:
             raise ValueError(f"rules.order lists {', '.join(twice)} twice")
+        for name, by_pair in vars(self).items():
+            if not name.endswith("_by_pair"):
+                continue
+            bad = [key for key in by_pair if len(key.split("-")) != 2 or "" in key.split("-")]
+            if bad:
+                raise ValueError(f"rules.{name}: {bad} is not a language pair (xx-yy)")
         missing = [name for name in RULE_NAMES if name not in (*self.order, *self.disabled)]
         if missing:
             raise ValueError(

@@ -133,10 +133,16 @@ def rule_thresholds(rules: Sequence[Rule], settings: Mapping[str, Any], langs: t
                 raw = settings[s.name]
                 by_lang = settings.get(f"{s.name}_by_lang") or {}
                 by_script = settings.get(f"{s.name}_by_script") or {}
+                by_pair = settings.get(f"{s.name}_by_pair") or {}
+                pair = next((p for p in (f"{langs[0]}-{langs[1]}", f"{langs[1]}-{langs[0]}")
+                             if p in by_pair), None)  # either order (udfs/rules.py pair_setting)
                 lang = side_lang[side] if side else langs[0]
                 script = main_script(lang)
                 key = ""
-                if lang in by_lang:
+                if pair is not None:
+                    raw = by_pair[pair]
+                    key = f"{s.section}.{s.name}_by_pair.{pair}"
+                elif lang in by_lang:
                     raw = by_lang[lang]
                     key = f"{s.section}.{s.name}_by_lang.{lang}"
                 elif script in by_script:
