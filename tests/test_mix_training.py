@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import sentencepiece as spm
+import torch
 
 from training.train import main
 
@@ -44,6 +45,19 @@ def test_training_reads_a_mixture_stage(tmp_path: Path, capsys) -> None:
     sp = spm.SentencePieceProcessor(model_file=str(run_dir / "spm.model"))
     pieces = sp.encode("<2zh> <BT> Hello", out_type=str)
     assert "<2zh>" in pieces and "<BT>" in pieces, pieces  # each tag one piece, never split
+    # The rows' target tags make a multilingual model, as tagged data files do: the tag comes
+    # off the source text and back as the model's target tag, so an exported model asks for
+    # its output language as the translate job gives it (udfs/text_codec.py).
+    meta = torch.load(sorted((run_dir / "checkpoints").glob("*.pt"))[-1], weights_only=False)
+    assert meta["config"]["options"]["target_tags"] is True
+    assert {"en", "zh"} <= set(meta["config"]["vocab"]["tags"])
+    from training.config import SourceConf
+    from training.data import read_source
+    tagged = SourceConf(paths=[str(lake / "tables/mixture/mixture=toy/stage=2")],
+                        format="parquet", tag_in_source=True)
+    langs = {lang for _, _, lang in read_source(tagged)}
+    first = next(read_source(tagged))
+    assert langs == {"en", "zh"} and not first[0].startswith("<2"), first
     assert main([*args, "--mixture", "toy:3"]) == 2
     err = capsys.readouterr().err
     assert "--mixture toy:3: no rows" in err and "stages of 'toy' there: 1, 2" in err

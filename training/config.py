@@ -32,6 +32,9 @@ class SourceConf(Strict):
     swap: bool = False  # read tgt as source and src as target (e.g. en->zh from a zh-en table)
     tsv_columns: tuple[int, int] = (0, 1)  # which TSV columns are (src, tgt)
     tgt_lang: str | None = None  # target language, for the <2xx> tag
+    # A multilingual mixture's rows (jobs/mix.py) start with their `<2xx> ` target tag: it is
+    # taken off the source and becomes the pair's target language, as a data file's tgt_lang.
+    tag_in_source: bool = False
     limit: int | None = None  # read at most this many pairs
     weight: int = 1  # repeat this corpus N times per epoch (simple up-sampling)
 

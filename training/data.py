@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,10 @@ def mixture_tags(conf: SourceConf) -> list[str]:
     return sorted(t for t in found if t)
 
 
+# A target tag (training/vocab.py tag_piece) as jobs/mix.py prepends it: `<2en> `.
+TARGET_TAG_PREFIX = re.compile(r"<2([A-Za-z]+(?:[_-][A-Za-z]+)*)> ")
+
+
 def read_source(conf: SourceConf) -> Iterator[Pair]:
     """Pairs of one configured corpus, stripped, empty sides skipped, `limit` applied."""
     fmt = conf.format if conf.format != "auto" else _detect_format(conf.paths)
@@ -132,6 +137,8 @@ def read_source(conf: SourceConf) -> Iterator[Pair]:
             return None
         if conf.swap:
             src, tgt = tgt, src
+        if conf.tag_in_source and (tagged := TARGET_TAG_PREFIX.match(src)):
+            return src[tagged.end():], tgt, tagged.group(1)
         return src, tgt, conf.tgt_lang or lang
 
     def rows() -> Iterator[tuple[str, str, str | None]]:

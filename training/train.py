@@ -28,6 +28,7 @@ from jobs.kit.errors import ConfigError
 from training import checkpoint as ck
 from training.config import TrainingConfig, load_config
 from training.data import (
+    TARGET_TAG_PREFIX,
     EncodedCorpus,
     Pair,
     collate,
@@ -396,12 +397,19 @@ class Trainer:
 
 
 def with_mixture(cfg: TrainingConfig, lake: str, spec: str) -> TrainingConfig:
-    """`cfg` training on one mixture stage of the lake (jobs/mix.py), its tags whole pieces."""
+    """`cfg` training on one mixture stage of the lake (jobs/mix.py), its tags whole pieces.
+    A mixture whose rows carry target tags (`<2en> `, the mix job's default) trains a
+    multilingual model: the tags become the model's target tags, as with data files, so the
+    exported model asks for its output language the way the translate job gives it."""
     source = mixture_source(lake, spec)
     cfg.data.train = [source]
+    tags = mixture_tags(source)
+    langs = [m.group(1) for t in tags if (m := TARGET_TAG_PREFIX.fullmatch(t + " "))]
+    source.tag_in_source = bool(langs)
+    cfg.options.target_tags = bool(langs)
+    cfg.vocab.tags += [lang for lang in langs if lang not in cfg.vocab.tags]
     reserved = {*cfg.vocab.extra_symbols, *(tag_piece(t) for t in cfg.vocab.tags)}
-    cfg.vocab.extra_symbols += [t for t in mixture_tags(source) if t not in reserved]
-    cfg.options.target_tags = False  # the mixture's sources carry their tags
+    cfg.vocab.extra_symbols += [t for t in tags if t not in reserved]
     return cfg
 
 
