@@ -224,6 +224,18 @@ def test_duplicate_stream_names_are_refused(tmp_path: Path) -> None:
         config_from_args(parse_args(["--config", str(conf)]))
 
 
+def test_a_stream_may_name_its_model_and_a_set_swaps_it(tmp_path: Path) -> None:
+    conf = tmp_path / "ftst.yaml"
+    conf.write_text("models: {zh-en: models/r0-ct2}\n"
+                    "streams:\n  - {name: ft, model: zh-en, direction: zh-en}\n"
+                    "  - {name: bt, model: models/en-zh-ct2, direction: en-zh}\n",
+                    encoding="utf-8")
+    cfg = config_from_args(parse_args(["--config", str(conf)]))
+    assert [s.model for s in cfg.streams] == ["models/r0-ct2", "models/en-zh-ct2"]
+    cfg = config_from_args(parse_args(["--config", str(conf), "--set", "models.zh-en=r1-ct2"]))
+    assert cfg.streams[0].model == "r1-ct2"
+
+
 def test_inputs_past_the_models_positions_are_rejected(tiny_multi_ct2: Path) -> None:
     """The tiny model has 256 positions: a longer input would fail CTranslate2's whole batch."""
     s = spec(tiny_multi_ct2, method="greedy", max_input_tokens=10_000, max_output_tokens=10_000)

@@ -143,6 +143,9 @@ class TranslateConfig(JobConfig):
     round: int = Field(1, ge=1)  # which back-translation round this output belongs to
     balance: bool = False  # FTST: scale every stream's input to its `weight` share
     decoding: DecodingConf = DecodingConf()
+    # Model directories by name: a stream's `model` may name one (`model: zh-en`), so a round
+    # swaps its models with `--set models.zh-en=DIR` (a recipe run does) and leaves the streams.
+    models: dict[str, str] = Field(default_factory=dict)
     streams: list[StreamConf] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -150,6 +153,12 @@ class TranslateConfig(JobConfig):
         names = [s.name for s in self.streams]
         if len(set(names)) != len(names):
             raise ValueError(f"stream names must be unique: {names}")
+        return self
+
+    @model_validator(mode="after")
+    def named_models(self) -> TranslateConfig:
+        for stream in self.streams:
+            stream.model = self.models.get(stream.model, stream.model)
         return self
 
     def input_table(self, stream: StreamConf) -> str:
