@@ -35,6 +35,7 @@ if "TieredStopAtLevel" not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
 # hands modules to its workers in collection order (--dist loadfile), so the long ones start
 # at once and the many short ones fill in at the end instead of one worker finishing alone.
 SLOW_FIRST = ("test_shared_metastore.py", "test_translate_job.py", "test_readme_commands.py",
+              "test_recipe_run.py",
               "test_cluster.py", "test_gpu_scheduling.py", "test_refresh_job.py",
               "test_redecide.py", "test_refresh_property.py", "test_lake_readers.py",
               "test_select_job.py", "test_bad_input.py", "test_languages.py",

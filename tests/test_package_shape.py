@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 # filtering package, whose stages and config the other jobs reuse), never another way round;
 # the report sits on top and imports what it reports on (no copies of their formulas).
 LAYERS = {"kit": 0, "lake": 1, "filtering": 2, "scorer_training": 3, "selection": 3,
-          "translation": 3, "refreshing": 4, "mixing": 4, "reporting": 5}
+          "translation": 3, "refreshing": 4, "mixing": 4, "reporting": 5, "recipes": 6}
 
 
 def modules() -> dict[str, Path]:

@@ -5,6 +5,7 @@
     sluice --master spark://host:7077 --conf spark.executor.memory=4g select --config ...
     sluice sql --conf ... -e "SELECT ..."     # = spark-sql, printing column names
     sluice query --lake L "SELECT ..."        # the same SQL over tables/ with duckdb, no JVM
+    sluice --master M recipe run PLAN         # a recipe's jobs in order (docs/recipes.md)
 
 Options before the job's name go to spark-submit, the rest to the job. The launcher finds
 spark-submit in the installed pyspark (SPARK_HOME unless already set), Spark's settings in conf/
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -31,6 +33,7 @@ JOBS_DIR = Path(__file__).resolve().parent.parent
 OWN_COMMANDS = {
     "sql": "A spark-sql shell on the lake's catalog (each job prints its own)",
     "query": "One SQL query over a local lake's Parquet files with duckdb (no JVM)",
+    "recipe": "Run a recipe end to end: its jobs in order, rounds until dev BLEU stops rising",
 }
 
 
@@ -103,6 +106,9 @@ def command(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     bin_dir = Path(spark_home) / "bin"
     if job == "query":  # no Spark: this interpreter runs it
         return [sys.executable, "-m", "jobs.lake.plain_query", *args], env
+    if job == "recipe":  # a driver of jobs: each of its job steps gets the spark options
+        env["SLUICE_RECIPE_SPARK_OPTIONS"] = shlex.join(spark)
+        return [sys.executable, "-m", "jobs.recipes.run", *args], env
     if job == "sql":
         return [str(bin_dir / "spark-sql"), *SQL_CONF, *spark, *args], env
     if {"-h", "--help"} & set(args):  # the job's own help, without starting a JVM (~10 s)
