@@ -100,6 +100,18 @@ def test_plan_three_directions_at_temperature_five(tmp_path: Path) -> None:
     assert plans["zh-en"].count < 3 * 1500
 
 
+def test_plan_keeps_the_largest_direction_and_over_samples_the_rest(tmp_path: Path) -> None:
+    """`total: largest`, as HW-TSC WMT21 multilingual's Table 3 sizes its mixture: "temperature
+    sampling strategy ... with T=5 to over-sample the low-resource language pairs", En/Id 56M
+    kept at 56M and Jv/Ta's 8.9M over-sampled to 39M (56 x (8.9/56)^(1/5) = 38.8)."""
+    cfg = mix_config(tmp_path, SOURCES + "total: largest\n")
+    sizes = {"zh-en": 56_000, "ru-en": 8_900, "en-zh": 2_200}
+    plans = plan(cfg, sizes)
+    assert plans["zh-en"].count == 56_000
+    assert plans["ru-en"].count == pytest.approx(38_800, abs=60)
+    assert plans["en-zh"].count == pytest.approx(56_000 * (2_200 / 56_000) ** 0.2, abs=2)
+
+
 def test_plan_synthetic_share_caps_counts_and_shares(tmp_path: Path) -> None:
     cfg = mix_config(tmp_path, SOURCES + """
   - {name: bt, table: synthetic, direction: zh-en, swap: true}

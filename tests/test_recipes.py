@@ -17,6 +17,7 @@ from jobs.filtering.job import main as filter_main
 from jobs.filtering.scorer_rules import BY_RULE
 from jobs.mixing.config import load_mix_config
 from jobs.mixing.job import main as mix_main
+from jobs.recipes.plan import load_plan
 from jobs.selection.config import load_select_config
 from jobs.train_lm import main as train_lm_main
 from jobs.translation.config import load_translate_config
@@ -59,6 +60,9 @@ def test_every_recipe_file_is_a_valid_config_of_its_job(path: Path) -> None:
         assert stream.reference.column and stream.reference.min_bleu == 28
     elif path.stem.startswith("translate"):
         assert load_translate_config(path).streams
+    elif path.stem.startswith("recipe-"):  # a run plan (`sluice recipe run`)
+        plan = load_plan(path, [])
+        assert plan.rounds.steps and plan.scoring_step
     else:
         assert path.stem == "mix" or path.stem.startswith("mix-")
         load_mix_config(path)
@@ -436,3 +440,17 @@ def test_the_triangular_recipe_filters_three_pairs_takes_mono_and_builds_its_cur
     assert all(r.score >= (0.7 if r.direction == "ru-zh" else 0.8) for r in by_stage[2])
     assert {r.direction for r in by_stage.get(3, [])} <= {"ru-zh"}
     assert len(by_stage.get(3, [])) <= len(by_stage.get(2, [])) < len(by_stage[1])
+
+
+def test_the_multilingual_mixture_over_samples_as_table_3() -> None:
+    """HW-TSC WMT21 multilingual: 30 directions in one model, "temperature sampling strategy
+    ... with T=5 to over-sample the low-resource language pairs", the largest pair kept at its
+    size (Table 3), "2XX" target tags and no tag on synthetic data."""
+    path = RECIPES / "hwtsc-wmt21-multilingual" / "mix.yaml"
+    cfg = load_mix_config(path)
+    langs = ["en", "id", "jv", "ms", "ta", "tl"]
+    assert {s.direction for s in cfg.sources} == {
+        f"{a}-{b}" for a in langs for b in langs if a != b}
+    assert (cfg.temperature, cfg.total) == (5.0, "largest")
+    assert cfg.tags.target == "<2{tgt}> " and cfg.tags.synthetic is None
+    assert "with T=5 to over-sample the low-resource language pairs" in comments(path)

@@ -90,8 +90,16 @@ def plan(cfg: MixConfig, eligible: Mapping[str, int]) -> dict[str, Plan]:
     sizes = {g: sum(n[s.name] for s in members) for g, members in groups.items()}
     weights = {g: (members[0].weight if by_source else cfg.direction_weights.get(g, 1.0))
                for g, members in groups.items()}
-    total = cfg.total if cfg.total is not None else sum(sizes.values())
-    for g, c in apportion(total, temperature_shares(sizes, weights, cfg.temperature)).items():
+    shares = temperature_shares(sizes, weights, cfg.temperature)
+    if cfg.total == "largest":  # the largest group keeps its size, the rest in proportion
+        top = max(sizes, key=lambda g: sizes[g])
+        group_counts = {top: sizes[top]} | apportion(
+            round(sizes[top] / shares[top]) - sizes[top] if shares[top] else 0,
+            {g: v for g, v in shares.items() if g != top})
+    else:
+        group_counts = apportion(cfg.total if cfg.total is not None else sum(sizes.values()),
+                                 shares)
+    for g, c in group_counts.items():
         members = groups[g]
         split = apportion(c, {s.name: n[s.name] * (1.0 if by_source else s.weight)
                               for s in members})
