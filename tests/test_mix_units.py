@@ -112,6 +112,21 @@ def test_plan_keeps_the_largest_direction_and_over_samples_the_rest(tmp_path: Pa
     assert plans["en-zh"].count == pytest.approx(56_000 * (2_200 / 56_000) ** 0.2, abs=2)
 
 
+def test_plan_repeats_a_source_a_fixed_number_of_times(tmp_path: Path) -> None:
+    """HW-TSC WMT21 news: "Every multilingual model is trained with 10x bilingual data sampled
+    from the training corpora and 50M En-De parallel data": `epochs: 10` and a `count`."""
+    cfg = mix_config(tmp_path, """
+name: t
+temperature: 1.0
+sources:
+  - {name: en-ha, table: bitext_clean, direction: en-ha, epochs: 10}
+  - {name: en-de, table: bitext_clean, direction: en-de, count: 5000}
+""")
+    plans = plan(cfg, {"en-ha": 321, "en-de": 90_000})
+    assert (plans["en-ha"].count, plans["en-ha"].epochs) == (3210, 10)
+    assert plans["en-de"].count == 5000
+
+
 def test_plan_synthetic_share_caps_counts_and_shares(tmp_path: Path) -> None:
     cfg = mix_config(tmp_path, SOURCES + """
   - {name: bt, table: synthetic, direction: zh-en, swap: true}

@@ -454,3 +454,17 @@ def test_the_multilingual_mixture_over_samples_as_table_3() -> None:
     assert (cfg.temperature, cfg.total) == (5.0, "largest")
     assert cfg.tags.target == "<2{tgt}> " and cfg.tags.synthetic is None
     assert "with T=5 to over-sample the low-resource language pairs" in comments(path)
+
+
+def test_the_low_resource_multilingual_mixtures_follow_the_news_paper() -> None:
+    """HW-TSC WMT21 news: "Every multilingual model is trained with 10x bilingual data sampled
+    from the training corpora and 50M En-De parallel data", en2de data for en2ha, de2en for
+    the other direction."""
+    news = RECIPES / "hwtsc-wmt21-news"
+    for direction, helper in (("en-ha", "en-de"), ("ha-en", "de-en")):
+        path = news / f"mix-multilingual-{direction}.yaml"
+        own, de = load_mix_config(path).sources
+        assert (own.direction, own.epochs, own.where) == (direction, 10, "pair = 'ha-en'")
+        assert (de.direction, de.count) == (helper, 50_000_000)
+        assert "trained with 10x bilingual data sampled from the training corpora and 50M " \
+            "En-De parallel data" in comments(path)

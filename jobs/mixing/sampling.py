@@ -116,6 +116,8 @@ def plan(cfg: MixConfig, eligible: Mapping[str, int]) -> dict[str, Plan]:
     for s in cfg.sources:
         if s.count is not None:
             counts[s.name] = s.count
+        if s.epochs is not None:
+            counts[s.name] = round(n[s.name] * s.epochs)
     shares = {s.name: s.share for s in cfg.sources if s.share is not None}
     if shares:  # a share of the whole mixture: the rest is the other (1 - sum) of it
         rest = sum(counts.values())
