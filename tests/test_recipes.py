@@ -440,6 +440,17 @@ def test_the_triangular_recipe_filters_three_pairs_takes_mono_and_builds_its_cur
     assert all(r.score >= (0.7 if r.direction == "ru-zh" else 0.8) for r in by_stage[2])
     assert {r.direction for r in by_stage.get(3, [])} <= {"ru-zh"}
     assert len(by_stage.get(3, [])) <= len(by_stage.get(2, [])) < len(by_stage[1])
+    # The backward model's two steps: "all data (en2ru, zh2ru)", then "zh2ru clean data
+    # selected by LaBSE".
+    assert mix_main(["--config", str(RECIPES / recipe / "mix-backward.yaml"), "--lake",
+                     str(lake_root / DB), "--set", f"lake.database={DB}",
+                     "--run-id", "tri-mix-back"]) == 0
+    back = spark.read.parquet(str(lake_root / DB / "tables" / "mixture")).where(
+        F.col("run_id") == "tri-mix-back").select(F.col("stage").cast("int").alias("stage"),
+                                                  "direction", "score").collect()
+    assert {r.direction for r in back if r.stage == 1} == {"zh-ru", "en-ru"}
+    second = [r for r in back if r.stage == 2]
+    assert second and all(r.direction == "zh-ru" and r.score >= 0.7 for r in second)
 
 
 def test_the_multilingual_mixture_over_samples_as_table_3() -> None:
