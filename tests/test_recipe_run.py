@@ -152,3 +152,28 @@ def test_rounds_stop_when_the_dev_score_stops_rising(tmp_path: Path) -> None:
     assert [s for s, r in runner.ran if r is None] == [
         "filter-bitext", "filter-mono-zh", "filter-mono-en"]
     assert json.loads((tmp_path / "rounds.json").read_text())["best"]["round"] == 1
+
+
+def test_round_zero_may_start_from_your_model(tmp_path: Path, monkeypatch) -> None:
+    """`--set models.train=DIR`: round 0 translates with your model and trains nothing; with
+    no score to compare round 1 against, rounds.max decides."""
+    plan = load_plan(RECIPE, ["models.train=models/zh-en-ct2", "rounds.max=1"])
+    runner = Runner(plan, REPO, set(), ["sluice"])
+    runner.work = tmp_path
+    commands: list[list[str]] = []
+    monkeypatch.setattr(runner, "call", commands.append)
+    monkeypatch.setattr(runner, "committed", lambda run_id: False)
+    monkeypatch.setattr(runner, "dev_bleu", lambda step, round_: None if round_ == 0 else 1.0)
+    (tmp_path / "r1" / "train" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "r1" / "train" / "checkpoints" / "ckpt_00000010.pt").touch()
+    with pytest.raises(ConfigError, match="inputs.bitext"):  # an input is still needed
+        runner.run()
+    runner.plan.inputs |= {"bitext": "b.tsv", "mono_zh": "z", "mono_en": "e"}
+    record = runner.run()
+    trained = [c for c in commands if "training.train" in c]
+    assert len(trained) == 1 and "r1" in " ".join(trained[0])  # round 1 only
+    translate = next(c for c in commands if "translate" in c)
+    assert "models.zh-en=models/zh-en-ct2" in translate
+    assert [r["round"] for r in record["rounds"]] == [0, 1]
+    with pytest.raises(ConfigError, match="name no train step"):
+        load_plan(RECIPE, ["models.trian=models/x"])

@@ -59,6 +59,9 @@ class RecipePlan(Strict):
     work: str = "recipes"  # models and the run's record: <work>/<name>/
     inputs: dict[str, str | list[str] | None] = Field(default_factory=dict)
     vars: dict[str, str] = Field(default_factory=dict)  # more names for the templates
+    # Your models for round 0, by train step (`--set models.train=models/zh-en-ct2`): round 0
+    # uses it instead of training one, and the rounds after it train their own.
+    models: dict[str, str] = Field(default_factory=dict)
     steps: list[Step] = Field(default_factory=list)
     rounds: Rounds
 
@@ -73,6 +76,8 @@ class RecipePlan(Strict):
             raise ValueError("rounds.steps has no `train` step: nothing decides a round")
         if self.rounds.score not in (None, *trained):
             raise ValueError(f"rounds.score {self.rounds.score!r} is no train step: {trained}")
+        if unknown := sorted(set(self.models) - set(trained)):
+            raise ValueError(f"models: {unknown} name no train step of the rounds: {trained}")
         known = self.variables("", 0) | {f"model.{n}": "" for n in trained}
         for step in (*self.steps, *self.rounds.steps):
             texts = [*step.args, *(step.train.set if step.train else ()),

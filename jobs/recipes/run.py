@@ -8,7 +8,8 @@ directly; a remote one answers the job itself, a retry of a committed run being 
 model whose export is written. So a run cut short resumes where it stopped, with the same
 command. Rounds repeat until the dev BLEU of the scoring model gains less than
 `rounds.min_gain` (the seed papers' "until the two models converge"), or `rounds.max`; each
-round's scores are in `<work>/<name>/rounds.json`, with the best round's model."""
+round's scores are in `<work>/<name>/rounds.json`, with the best round's model. Round 0 may
+start from your model (`models:` in the plan) instead of training one."""
 
 from __future__ import annotations
 
@@ -81,6 +82,10 @@ class Runner:
 
     def run_train(self, step: Step, round_: int) -> None:
         assert step.train is not None
+        if round_ == 0 and step.name in self.plan.models:
+            self.models[step.name] = self.plan.models[step.name]
+            say(f"round 0: {step.name} is your model, {self.models[step.name]}")
+            return
         out = self.model_dir(step, round_)
         run_dir = self.work / f"r{round_}" / step.name
         if (out / "model.bin").is_file() and step.name not in self.redo:
@@ -116,8 +121,9 @@ class Runner:
             bleu = self.dev_bleu(self.plan.scoring_step, round_)
             scores.append({"round": round_, "dev_bleu": bleu, "models": dict(self.models)})
             say(f"round {round_}: dev BLEU {bleu}")
-            if round_ and (bleu is None or scores[-2]["dev_bleu"] is None
-                           or bleu - scores[-2]["dev_bleu"] < rounds.min_gain):
+            before = scores[-2]["dev_bleu"] if round_ else None
+            # No score to compare (no dev set, or round 0 was your model): rounds.max decides.
+            if bleu is not None and before is not None and bleu - before < rounds.min_gain:
                 say(f"round {round_} gained less than {rounds.min_gain} BLEU: stopping")
                 break
         best = max(scores, key=lambda s: s["dev_bleu"] if s["dev_bleu"] is not None else -1)
