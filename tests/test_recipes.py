@@ -479,3 +479,19 @@ def test_the_low_resource_multilingual_mixtures_follow_the_news_paper() -> None:
         assert (de.direction, de.count) == (helper, 50_000_000)
         assert "trained with 10x bilingual data sampled from the training corpora and 50M " \
             "En-De parallel data" in comments(path)
+
+
+def test_the_triangular_curriculum_ends_on_ftst_and_ru_zh_denoise() -> None:
+    """"In stage 3, the synthetic data by FTST and denoise corpus are used to train models
+    incrementally" (Table 2: "FTST + ru-zh denoise", +1.9): stage 3 is ru-zh only, its clean
+    bitext and the FTST pairs, forward and back-translated."""
+    path = RECIPES / "hwtsc-wmt21-triangular-ru-zh" / "mix.yaml"
+    cfg = load_mix_config(path)
+    by_name = {s.name: s for s in cfg.sources}
+    third = cfg.stages.sources[2]
+    assert {by_name[n].direction for n in third} == {"ru-zh"}
+    assert {n for n in third if by_name[n].synthetic} == {"ft-ru-zh", "bt-ru-zh"}
+    assert by_name["bt-ru-zh"].swap and "zh-ru" in by_name["bt-ru-zh"].where
+    assert not any(by_name[n].synthetic for n in cfg.stages.sources[0])
+    assert "the synthetic data by FTST and denoise corpus are used to train models" in \
+        comments(path)
