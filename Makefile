@@ -91,7 +91,7 @@ demo-refresh: setup
 	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh
 	$(SUBMIT) refresh --config conf/refresh-zh-en.yaml --lake lake-refresh --full
 
-# A learned pair_score (docs/filtering.md "pair_score"): trained on the bundled Tatoeba pairs with
+# A learned pair_score (docs/scoring.md "pair_score"): trained on the bundled Tatoeba pairs with
 # negatives made from them, saved in lake-pair-score/models/pair_score/zh-en/, then used by a run
 # of the Anki pairs (the pair_score column, and its rejections in the funnel).
 PAIR_SCORE_NAME ?= tatoeba-$(shell date +%Y%m%d-%H%M%S)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+         *sorted((REPO / "docs" / "measurements").glob("*.md")))
 
 
 def heading_line(text: str, heading: str) -> str | None:

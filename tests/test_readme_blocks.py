@@ -66,3 +66,11 @@ def test_commands_run_as_printed_need_no_venv_activated() -> None:
         kind, what = MARK.fullmatch(above or "").groups()
         if kind == "run by" and "test_readme_commands.py" in what:
             assert first.startswith(".venv/bin/"), (heading, first)
+
+
+def test_no_manual_passes_600_lines() -> None:
+    """docs/ says how things work and the current figures; dated measurement logs live in
+    docs/measurements/ (issue 69), so a manual stays readable."""
+    long = {p.name: n for p in (REPO / "docs").glob("*.md")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert long == {}

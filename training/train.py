@@ -238,7 +238,7 @@ class Trainer:
         """(epoch, index-in-epoch, batch on the device) from the current data position on.
         Collated here, not ahead on a thread: on an H200 a collating thread made Transformer
         base at 16k tokens a batch slower (180k against 197k target tokens/s,
-        docs/filtering.md "GPU figures"): it takes the GIL from the loop that launches the
+        docs/scoring.md "GPU figures"): it takes the GIL from the loop that launches the
         kernels. With no host sync in the step, the host collates the next batch while the
         GPU still runs this one anyway."""
         for epoch, i, idx in self.batches():

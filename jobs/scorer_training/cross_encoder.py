@@ -26,7 +26,8 @@ The base encoder is a BERT-class checkpoint directory (`--base`, default the e5-
 `make setup` writes); the model directory holds only the adapter and the head (a few MB), so a
 filter run names both (`cross_encoder.model`, `cross_encoder.base`). No Spark: it trains in
 this process, on a GPU where `--device` finds one (~1,000 examples/s on one H100-class GPU is
-the order to expect; ~10-20 examples/s on 2 CPU cores, docs/filtering.md "Cross-encoder").
+the order to expect; ~10-20 examples/s on 2 CPU cores, docs/bert.md "The cross-encoder pair
+scorer").
 """
 
 from __future__ import annotations
