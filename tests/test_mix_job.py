@@ -212,5 +212,5 @@ def test_a_bad_mixture_is_one_line_and_exit_2_before_spark(tmp_path: Path) -> No
     said = done.stdout + done.stderr
     assert done.returncode == 2, said[-3000:]
     ours = [line for line in said.splitlines() if line.startswith("sluice: ")]
-    assert ours == [ours[0]] and "give `count` or `share`, not both" in ours[0]
+    assert ours == [ours[0]] and "give one of `count`, `share` and `epochs`" in ours[0]
     assert "Traceback" not in said and not (tmp_path / "lake").exists()
