@@ -177,3 +177,28 @@ def test_round_zero_may_start_from_your_model(tmp_path: Path, monkeypatch) -> No
     assert [r["round"] for r in record["rounds"]] == [0, 1]
     with pytest.raises(ConfigError, match="name no train step"):
         load_plan(RECIPE, ["models.trian=models/x"])
+
+
+def test_redo_trains_again_from_scratch(tmp_path: Path, monkeypatch) -> None:
+    """`--redo train`: an exported model is trained again, and not resumed from the old run's
+    last checkpoint (which would stop at once, at max_steps)."""
+    plan = load_plan(RECIPE, [])
+    runner = Runner(plan, REPO, {"train"}, ["sluice"])
+    runner.work = tmp_path
+    step = next(s for s in plan.rounds.steps if s.name == "train")
+    (tmp_path / "r0" / "train-ct2").mkdir(parents=True)
+    (tmp_path / "r0" / "train-ct2" / "model.bin").touch()
+    old = tmp_path / "r0" / "train" / "checkpoints" / "ckpt_00000150.pt"
+    old.parent.mkdir(parents=True)
+    old.touch()
+    seen: list[bool] = []
+
+    def call(command: list[str]) -> None:
+        if "training.train" in command:
+            seen.append(old.exists())
+            old.parent.mkdir(parents=True, exist_ok=True)
+            (old.parent / "ckpt_00000010.pt").touch()
+
+    monkeypatch.setattr(runner, "call", call)
+    runner.run_train(step, 0)
+    assert seen == [False]  # trained, the old checkpoints gone first

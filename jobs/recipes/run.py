@@ -18,6 +18,7 @@ import csv
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -91,6 +92,8 @@ class Runner:
         if (out / "model.bin").is_file() and step.name not in self.redo:
             say(f"{out}: exported already, skipped")
         else:
+            if step.name in self.redo:  # training resumes from its checkpoints: start afresh
+                shutil.rmtree(run_dir, ignore_errors=True)
             values = self.values(round_)
             train = step.train
             sets = [f"run_dir={run_dir}", *fill(train.set, values)]
