@@ -427,12 +427,16 @@ def test_the_triangular_recipe_filters_three_pairs_takes_mono_and_builds_its_cur
     ftst = load_translate_config(RECIPES / recipe / "translate-ftst.yaml")
     thirds = [ru_en.where(s.input.where).count() for s in ftst.streams if s.role == "forward"]
     assert sum(thirds) == ru_en.count() and all(thirds), thirds
-    assert mix_main(["--config", str(RECIPES / recipe / "mix.yaml"), "--lake",
-                     str(lake_root / DB), "--set", f"lake.database={DB}",
-                     "--run-id", "tri-mix"]) == 0
-    mixed = spark.read.parquet(str(lake_root / DB / "tables" / "mixture")).where(
-        F.col("run_id") == "tri-mix").select(F.col("stage").cast("int").alias("stage"),
-                                             "direction", "score").collect()
+    def mixed_by(config: str, run_id: str) -> list:
+        """The mixture `config` mixes from this lake: each row's stage, direction, score."""
+        assert mix_main(["--config", str(RECIPES / recipe / config), "--lake",
+                         str(lake_root / DB), "--set", f"lake.database={DB}",
+                         "--run-id", run_id]) == 0
+        return spark.read.parquet(str(lake_root / DB / "tables" / "mixture")).where(
+            F.col("run_id") == run_id).select(F.col("stage").cast("int").alias("stage"),
+                                              "direction", "score").collect()
+
+    mixed = mixed_by("mix.yaml", "tri-mix")
     by_stage: dict[int, list] = {}
     for r in mixed:
         by_stage.setdefault(r.stage, []).append(r)
@@ -442,12 +446,7 @@ def test_the_triangular_recipe_filters_three_pairs_takes_mono_and_builds_its_cur
     assert len(by_stage.get(3, [])) <= len(by_stage.get(2, [])) < len(by_stage[1])
     # The backward model's two steps: "all data (en2ru, zh2ru)", then "zh2ru clean data
     # selected by LaBSE".
-    assert mix_main(["--config", str(RECIPES / recipe / "mix-backward.yaml"), "--lake",
-                     str(lake_root / DB), "--set", f"lake.database={DB}",
-                     "--run-id", "tri-mix-back"]) == 0
-    back = spark.read.parquet(str(lake_root / DB / "tables" / "mixture")).where(
-        F.col("run_id") == "tri-mix-back").select(F.col("stage").cast("int").alias("stage"),
-                                                  "direction", "score").collect()
+    back = mixed_by("mix-backward.yaml", "tri-mix-back")
     assert {r.direction for r in back if r.stage == 1} == {"zh-ru", "en-ru"}
     second = [r for r in back if r.stage == 2]
     assert second and all(r.direction == "zh-ru" and r.score >= 0.7 for r in second)
